@@ -1,0 +1,1 @@
+"""The embedded Kafka-compatible broker used locally and in tests."""

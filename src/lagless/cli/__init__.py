@@ -1,0 +1,1 @@
+"""The lagless command line (typer). The only place that configures logging."""

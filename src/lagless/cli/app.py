@@ -1,0 +1,86 @@
+"""The ``lagless`` command: global options, sub-commands, one-line errors."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from confluent_kafka import KafkaException
+from typer.exceptions import Abort, Exit, TyperException
+
+from lagless.cli import broker, consume, demo, lag, pipeline, plan, produce, report, topic
+from lagless.cli.common import GlobalOptions, setup_logging
+from lagless.errors import ConfigError, LaglessError
+
+app = typer.Typer(
+    name="lagless",
+    help="Kafka pipelines that keep consumer lag near zero.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    add_completion=False,
+)
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    bootstrap: Annotated[
+        str | None,
+        typer.Option(
+            "--bootstrap",
+            "-b",
+            help="HOST:PORT[,...]; default: env LAGLESS_BOOTSTRAP, "
+            "the config file, else the embedded broker",
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="TOML settings file (or env LAGLESS_CONFIG)")
+    ] = None,
+    state_dir: Annotated[
+        Path | None, typer.Option("--state-dir", help="embedded broker state (default .lagless)")
+    ] = None,
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="more logs")] = 0,
+) -> None:
+    setup_logging(verbose)
+    ctx.obj = GlobalOptions(bootstrap, config, state_dir)
+
+
+app.add_typer(broker.app, name="broker")
+app.add_typer(topic.app, name="topic")
+app.command("produce")(produce.produce)
+app.command("consume")(consume.consume)
+app.add_typer(pipeline.app, name="pipeline")
+app.command("lag")(lag.lag)
+app.command("plan")(plan.plan)
+app.command("report")(report.report)
+app.command("demo")(demo.demo)
+
+
+def main() -> None:
+    """Entry point: runs the app; errors become one line on stderr and a non-zero exit."""
+    try:
+        code = app(standalone_mode=False)
+    except Exit as exc:
+        sys.exit(exc.exit_code)
+    except Abort:
+        sys.stderr.write("lagless: aborted\n")
+        sys.exit(130)
+    except TyperException as exc:
+        sys.stderr.write(f"lagless: error: {exc.format_message()}\n")
+        sys.exit(exc.exit_code)
+    except ConfigError as exc:
+        sys.stderr.write(f"lagless: error: {exc}\n")
+        sys.exit(2)
+    except LaglessError as exc:
+        sys.stderr.write(f"lagless: error: {exc}\n")
+        sys.exit(1)
+    except KafkaException as exc:
+        sys.stderr.write(f"lagless: kafka error: {exc.args[0]}\n")
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.stderr.write("lagless: interrupted\n")
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,108 @@
+"""Connection settings: one frozen, typed object validated at the boundary.
+
+Sources, highest precedence first: explicit values (CLI flags), environment variables
+(``LAGLESS_BOOTSTRAP``, ``LAGLESS_SASL_PASSWORD``, ...), a TOML file (``--config`` or
+``LAGLESS_CONFIG``), defaults. When no bootstrap is given, commands use the embedded broker.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from lagless.errors import ConfigError
+
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+
+
+class KafkaSettings(BaseSettings):
+    """How to reach a Kafka cluster."""
+
+    model_config = SettingsConfigDict(env_prefix="LAGLESS_", frozen=True, extra="forbid")
+
+    bootstrap: str | None = Field(
+        default=None, description="bootstrap.servers; None means the embedded broker"
+    )
+    client_id: str = "lagless"
+    security_protocol: SecurityProtocol = "PLAINTEXT"
+    sasl_mechanism: SaslMechanism | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_ca_location: str | None = None
+    librdkafka: dict[str, str] = Field(
+        default_factory=dict, description="extra librdkafka properties, passed through"
+    )
+
+    @field_validator("bootstrap")
+    @classmethod
+    def _bootstrap_has_ports(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        for server in value.split(","):
+            host, _, port = server.strip().rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"bootstrap server {server!r} is not HOST:PORT")
+        return value
+
+    def with_bootstrap(self, bootstrap: str) -> KafkaSettings:
+        """A copy that points at ``bootstrap``."""
+        return self.model_copy(update={"bootstrap": bootstrap})
+
+    def to_librdkafka(self) -> dict[str, Any]:
+        """librdkafka properties for clients of this cluster (secrets revealed only here)."""
+        if self.bootstrap is None:
+            raise ConfigError("no bootstrap servers: resolve the embedded broker first")
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap,
+            "client.id": self.client_id,
+            "security.protocol": self.security_protocol,
+        }
+        if self.sasl_mechanism:
+            conf["sasl.mechanism"] = self.sasl_mechanism
+        if self.sasl_username:
+            conf["sasl.username"] = self.sasl_username
+        if self.sasl_password is not None:
+            conf["sasl.password"] = self.sasl_password.get_secret_value()
+        if self.ssl_ca_location:
+            conf["ssl.ca.location"] = self.ssl_ca_location
+        conf.update(self.librdkafka)
+        return conf
+
+    def describe(self) -> str:
+        """A printable summary; never shows the password."""
+        user = f" as {self.sasl_username}" if self.sasl_username else ""
+        return f"{self.bootstrap or 'embedded broker'} ({self.security_protocol}{user})"
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> KafkaSettings:
+    """Build settings from flags (``overrides``, ``None`` means unset), env and a TOML file.
+
+    The TOML file holds the same keys as :class:`KafkaSettings`, at top level or under
+    ``[kafka]``. Raises :class:`ConfigError` with a one-line message on bad input.
+    """
+    path = config_file or (Path(p) if (p := os.environ.get("LAGLESS_CONFIG")) else None)
+    file_values: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        file_values = dict(data.get("kafka", data))
+    flags = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        env_only = KafkaSettings()
+        env_set = env_only.model_fields_set
+        merged = {**file_values, **{k: getattr(env_only, k) for k in env_set}, **flags}
+        return KafkaSettings.model_validate(merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        raise ConfigError(f"invalid setting {where}: {first['msg']}") from None

@@ -1,0 +1,1 @@
+"""Thin, typed helpers over confluent-kafka clients."""

@@ -1,0 +1,1 @@
+"""Producing records: workloads, producer profiles, delivery accounting."""

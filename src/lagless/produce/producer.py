@@ -1,0 +1,159 @@
+"""A producer with delivery accounting: every delivery is checked, failures counted.
+
+``run_load`` produces a workload either as fast as it can (``count``) or paced at a ``rate``
+for a ``duration``; the result says how many records were delivered and how many failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, Message
+
+from lagless.errors import ClusterError, ConfigError
+from lagless.kafka.clients import make_producer
+from lagless.produce.profiles import Profile, profile_conf
+from lagless.produce.workloads import OutRecord
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[int], None]
+
+
+@dataclass
+class DeliveryStats:
+    """Counts kept by the delivery callback."""
+
+    delivered: int = 0
+    failed: int = 0
+    bytes: int = 0
+    first_error: str | None = None
+
+    def on_delivery(self, err: KafkaError | None, msg: Message) -> None:
+        if err is None:
+            self.delivered += 1
+            self.bytes += len(msg.value() or b"")
+            return
+        self.failed += 1
+        if self.first_error is None:
+            self.first_error = f"{err.str()} ({msg.topic()}[{msg.partition()}])"
+            log.warning("delivery failed: %s", self.first_error)
+
+
+@dataclass(frozen=True)
+class ProduceResult:
+    produced: int
+    failed: int
+    seconds: float
+    records_per_s: float
+    mb_per_s: float
+    profile: str
+    first_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        if out["first_error"] is None:
+            del out["first_error"]
+        return out
+
+
+class AccountedProducer:
+    """confluent-kafka Producer whose every delivery report is counted."""
+
+    def __init__(self, conf: Mapping[str, Any], profile: Profile | str = Profile.THROUGHPUT):
+        self.profile = Profile(profile)
+        self.stats = DeliveryStats()
+        self._producer = make_producer({**profile_conf(self.profile), **conf})
+
+    def send(self, topic: str, record: OutRecord, partition: int | None = None) -> None:
+        """Queue one record; waits (serving callbacks) while the local queue is full."""
+        kwargs: dict[str, Any] = {"key": record.key, "headers": record.headers}
+        if partition is not None:
+            kwargs["partition"] = partition
+        while True:
+            try:
+                self._producer.produce(
+                    topic, record.value, on_delivery=self.stats.on_delivery, **kwargs
+                )
+                break
+            except BufferError:
+                self._producer.poll(0.05)
+        self._producer.poll(0)
+
+    def poll(self, timeout: float = 0.0) -> None:
+        self._producer.poll(timeout)
+
+    def flush(self, timeout: float = 60.0) -> int:
+        """Wait for outstanding deliveries; any left after ``timeout`` count as failed."""
+        left: int = self._producer.flush(timeout)
+        if left:
+            self.stats.failed += left
+            if self.stats.first_error is None:
+                self.stats.first_error = f"{left} records undelivered after {timeout:.0f} s"
+        return left
+
+
+def check_load_args(count: int | None, rate: float | None, duration: float | None) -> None:
+    """Exactly one of ``count`` or (``rate`` and ``duration``), each positive."""
+    if count is None and (rate is None or duration is None):
+        raise ConfigError("give --count N, or --rate R with --duration S")
+    if count is not None and (rate is not None or duration is not None):
+        raise ConfigError("--count cannot be combined with --rate/--duration")
+    if count is not None and count < 0:
+        raise ConfigError("--count must be 0 or more")
+    if rate is not None and rate <= 0:
+        raise ConfigError("--rate must be positive")
+    if duration is not None and duration <= 0:
+        raise ConfigError("--duration must be positive")
+
+
+def run_load(
+    conf: Mapping[str, Any],
+    topic: str,
+    records: Iterable[OutRecord],
+    *,
+    count: int | None = None,
+    rate: float | None = None,
+    duration: float | None = None,
+    profile: Profile | str = Profile.THROUGHPUT,
+    on_progress: ProgressFn | None = None,
+    flush_timeout: float = 120.0,
+) -> ProduceResult:
+    """Produce ``count`` records, or ``rate`` records/s for ``duration`` seconds."""
+    check_load_args(count, rate, duration)
+    producer = AccountedProducer(conf, profile)
+    total = count if count is not None else int((rate or 0) * (duration or 0))
+    started = time.monotonic()
+    sent = 0
+    for record in records:
+        if sent >= total:
+            break
+        if rate is not None:
+            due = started + sent / rate
+            wait = due - time.monotonic()
+            if wait > 0:
+                producer.poll(wait)
+        producer.send(topic, record)
+        sent += 1
+        if on_progress is not None and sent % 1000 == 0:
+            on_progress(sent)
+    producer.flush(flush_timeout)
+    if on_progress is not None:
+        on_progress(sent)
+    seconds = max(time.monotonic() - started, 1e-9)
+    stats = producer.stats
+    if sent and stats.delivered == 0:
+        raise ClusterError(f"no record was delivered to {topic!r}: {stats.first_error}")
+    return ProduceResult(
+        produced=stats.delivered,
+        failed=stats.failed,
+        seconds=round(seconds, 3),
+        records_per_s=round(stats.delivered / seconds, 1),
+        mb_per_s=round(stats.bytes / seconds / 1e6, 3),
+        profile=producer.profile.value,
+        first_error=stats.first_error,
+    )
