@@ -1,0 +1,1 @@
+"""Observability: metrics, run timelines, lag, reports."""

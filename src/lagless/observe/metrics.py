@@ -1,0 +1,77 @@
+"""Every lagless metric, named in one place (prometheus-client).
+
+The engine and the Spark pipeline both report through :class:`Metrics`. Each instance owns a
+registry (so tests and several engines in one process do not collide); :meth:`Metrics.serve`
+exposes it over HTTP for Prometheus. The run timeline samples the same object once a second.
+
+| name | type | labels | meaning |
+|---|---|---|---|
+| lagless_records_processed_total | counter | topic, partition, outcome | records finished (ok, dlq, skipped) |
+| lagless_e2e_latency_seconds | histogram | topic | record timestamp -> handler done |
+| lagless_processing_seconds | histogram | topic | handler time of one record (all attempts) |
+| lagless_in_flight | gauge | | records dispatched and not finished |
+| lagless_lag_records | gauge | topic, partition | end offset - committed/consumed position |
+| lagless_lag_seconds | gauge | topic, partition | age of the oldest record not yet consumed |
+| lagless_paused_partitions | gauge | | partitions paused by backpressure now |
+| lagless_pause_events_total | counter | topic, partition | times a partition was paused |
+| lagless_rebalances_total | counter | kind | rebalance callbacks: assign, revoke, lost |
+| lagless_rebalance_seconds | histogram | | time from revoke/assign start to work resuming |
+| lagless_partitions_assigned_total | counter | | partitions received |
+| lagless_partitions_revoked_total | counter | | partitions given up cleanly |
+| lagless_partitions_lost_total | counter | | partitions lost without commit |
+| lagless_commits_total | counter | | offset commits sent |
+| lagless_dlq_records_total | counter | topic | records sent to the dead-letter topic |
+| lagless_oldest_unfinished_age_seconds | gauge | topic, partition | age of the oldest unfinished record |
+| lagless_batches_total | counter | | Spark micro-batches completed |
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+LATENCY_BUCKETS = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+)  # fmt: skip
+
+
+class Metrics:
+    """The metrics of one engine or pipeline run."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        tp = ["topic", "partition"]
+        self.records_processed = Counter(
+            "lagless_records_processed", "records finished", [*tp, "outcome"], registry=r
+        )
+        self.e2e_latency = Histogram(
+            "lagless_e2e_latency_seconds", "record timestamp -> done", ["topic"],
+            buckets=LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.processing_time = Histogram(
+            "lagless_processing_seconds", "handler time per record", ["topic"],
+            buckets=LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.in_flight = Gauge("lagless_in_flight", "records in flight", registry=r)
+        self.lag_records = Gauge("lagless_lag_records", "lag in records", tp, registry=r)
+        self.lag_seconds = Gauge("lagless_lag_seconds", "lag in seconds", tp, registry=r)
+        self.paused_partitions = Gauge("lagless_paused_partitions", "paused now", registry=r)
+        self.pause_events = Counter("lagless_pause_events", "pauses", tp, registry=r)
+        self.rebalances = Counter("lagless_rebalances", "rebalance callbacks", ["kind"], registry=r)
+        self.rebalance_seconds = Histogram(
+            "lagless_rebalance_seconds", "rebalance duration", buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.partitions_assigned = Counter("lagless_partitions_assigned", "assigned", registry=r)
+        self.partitions_revoked = Counter("lagless_partitions_revoked", "revoked", registry=r)
+        self.partitions_lost = Counter("lagless_partitions_lost", "lost", registry=r)
+        self.commits = Counter("lagless_commits", "offset commits", registry=r)
+        self.dlq_records = Counter("lagless_dlq_records", "dead-lettered", ["topic"], registry=r)
+        self.oldest_unfinished_age = Gauge(
+            "lagless_oldest_unfinished_age_seconds", "oldest unfinished record age", tp, registry=r
+        )
+        self.batches = Counter("lagless_batches", "Spark micro-batches", registry=r)
+
+    def serve(self, port: int, addr: str = "127.0.0.1") -> None:
+        """Expose the metrics at http://addr:port/metrics (a daemon thread)."""
+        start_http_server(port, addr=addr, registry=self.registry)
