@@ -1,0 +1,1 @@
+"""The consumer engine: one poll loop, a worker pool, safe commits, backpressure."""

@@ -1,0 +1,42 @@
+"""The record a handler receives: a frozen, picklable copy of a consumed message."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from confluent_kafka import Message
+
+from lagless.errors import RecordCoordinates
+from lagless.kafka.records import coordinates, timestamp_ms
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int | None
+    headers: tuple[tuple[str, bytes], ...] = field(default=())
+
+    @property
+    def coordinates(self) -> RecordCoordinates:
+        return RecordCoordinates(self.topic, self.partition, self.offset)
+
+    def header(self, name: str) -> bytes | None:
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+    @classmethod
+    def from_message(cls, msg: Message) -> Record:
+        where = coordinates(msg)
+        raw = msg.headers() or []
+        pairs = raw.items() if isinstance(raw, dict) else raw
+        headers = tuple((k, v.encode() if isinstance(v, str) else (v or b"")) for k, v in pairs)
+        return cls(
+            where.topic, where.partition, where.offset, msg.key(), msg.value(),
+            timestamp_ms(msg), headers,
+        )  # fmt: skip
