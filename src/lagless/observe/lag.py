@@ -1,0 +1,210 @@
+"""Consumer-group lag per partition, in records and in seconds.
+
+Lag in records is ``end - position``: the end offset comes from :mod:`lagless.kafka.offsets`
+(fetch high watermarks, never ListOffsets(LATEST)); the position is the group's committed
+offset, or the partition's start offset when the group has not committed it (a new consumer
+with ``auto.offset.reset=earliest`` would start there), and never below the start offset (records
+already deleted cannot be consumed). Lag in seconds is the age of the next unconsumed record:
+now minus the timestamp of the record at the position, fetched once per lagging partition; 0
+when there is no lag.
+
+Which partitions: every partition of ``--topic``, or of every topic the group has committed
+offsets for. A group with no committed offsets that the cluster does not list is unknown.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException, TopicPartition
+
+from lagless.errors import ClusterError, LaglessError
+from lagless.kafka.admin import committed_offsets, list_groups
+from lagless.kafka.clients import make_admin, make_consumer
+from lagless.kafka.offsets import OffsetProbe, PartitionKey, probe_conf
+from lagless.kafka.records import coordinates, timestamp_ms
+
+log = logging.getLogger(__name__)
+
+ACTIVE_STATES = frozenset(
+    {
+        ConsumerGroupState.STABLE,
+        ConsumerGroupState.PREPARING_REBALANCING,
+        ConsumerGroupState.COMPLETING_REBALANCING,
+    }
+)
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    """The lag of one partition for one group."""
+
+    topic: str
+    partition: int
+    committed: int | None
+    start: int
+    end: int
+    lag: int
+    lag_seconds: float | None
+
+    @property
+    def key(self) -> PartitionKey:
+        return (self.topic, self.partition)
+
+    @property
+    def position(self) -> int:
+        """Where the group resumes: its commit, or the start offset, clamped to start..end."""
+        return position(self.committed, self.start, self.end)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def position(committed: int | None, start: int, end: int) -> int:
+    resume = start if committed is None else max(committed, start)
+    return min(resume, end)
+
+
+def lag_seconds(now_ms: int, record_ts_ms: int | None) -> float | None:
+    """Age of the next unconsumed record; None when it has no timestamp."""
+    if record_ts_ms is None:
+        return None
+    return max(0.0, (now_ms - record_ts_ms) / 1000.0)
+
+
+class LagReader:
+    """Measures a group's lag; keeps its clients open across calls (``--watch``)."""
+
+    def __init__(self, conf: Mapping[str, Any], group: str, topic: str | None = None) -> None:
+        self.conf = dict(conf)
+        self.group = group
+        self.topic = topic
+        self._probe = OffsetProbe(conf)
+        self._head = make_consumer(probe_conf(conf))
+        self._admin = make_admin(conf)
+
+    def close(self) -> None:
+        self._probe.close()
+        self._head.close()
+
+    def __enter__(self) -> LagReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def check(self) -> None:
+        """Raise a one-line LaglessError when the topic or the group does not exist."""
+        if self.topic is not None:
+            self._probe.partitions(self.topic)
+        if not committed_offsets(self.conf, self.group) and self.group not in list_groups(
+            self.conf
+        ):
+            raise LaglessError(
+                f"consumer group {self.group!r} not found (no committed offsets, not listed)"
+            )
+
+    def measure(self) -> list[PartitionLag]:
+        """The lag of every partition, sorted by topic and partition."""
+        topics = [self.topic] if self.topic is not None else None
+        commits = committed_offsets(self.conf, self.group, topics)
+        keys: list[PartitionKey] = []
+        for topic in sorted(set(topics or [t for t, _ in commits])):
+            try:
+                keys.extend((topic, p) for p in self._probe.partitions(topic))
+            except ClusterError:
+                if self.topic is not None:
+                    raise
+                log.warning(
+                    "group %s has offsets for %s, which no longer exists", self.group, topic
+                )
+        ends = self._probe.end_offsets(keys)
+        starts = self._probe.start_offsets(keys)
+        now_ms = int(time.time() * 1000)
+        positions = {k: position(commits.get(k), starts[k], ends[k]) for k in keys}
+        lagging = {k: pos for k, pos in positions.items() if ends[k] > pos}
+        heads = self.head_timestamps(lagging)
+        out = []
+        for key in keys:
+            lag = ends[key] - positions[key]
+            seconds = lag_seconds(now_ms, heads.get(key)) if lag > 0 else 0.0
+            out.append(
+                PartitionLag(key[0], key[1], commits.get(key), starts[key], ends[key], lag, seconds)
+            )
+        return out
+
+    def head_timestamps(
+        self, positions: Mapping[PartitionKey, int], timeout: float = 10.0
+    ) -> dict[PartitionKey, int | None]:
+        """The timestamp of the first record at or after each position (None: none found)."""
+        if not positions:
+            return {}
+        self._head.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
+        found: dict[PartitionKey, int | None] = {}
+        deadline = time.monotonic() + timeout
+        try:
+            while len(found) < len(positions) and time.monotonic() < deadline:
+                for msg in self._head.consume(100, timeout=0.5):
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            eof = coordinates(msg)
+                            found.setdefault((eof.topic, eof.partition), None)
+                        elif err.fatal() or not err.retriable():
+                            raise ClusterError(
+                                f"cannot fetch {msg.topic()}[{msg.partition()}]: {err}"
+                            )
+                        continue
+                    where = coordinates(msg)
+                    key = (where.topic, where.partition)
+                    if key not in found and where.offset >= positions[key]:
+                        found[key] = timestamp_ms(msg)
+                        self._head.pause([TopicPartition(where.topic, where.partition)])
+        except KafkaException as exc:
+            raise ClusterError(f"cannot fetch records of group {self.group!r}: {exc}") from None
+        finally:
+            self._head.resume([TopicPartition(t, p) for t, p in positions])
+            self._head.unassign()
+        missing = sorted(set(positions) - set(found))
+        if missing:
+            log.warning("no record fetched within %.0f s for %s", timeout, missing)
+        return found
+
+    def group_active(self, timeout: float = 10.0) -> bool | None:
+        """Whether the group has live members now; None when the cluster does not say."""
+        try:
+            future = self._admin.describe_consumer_groups([self.group], request_timeout=timeout)
+            description = future[self.group].result(timeout=timeout)
+        except KafkaException as exc:
+            log.info("cannot describe group %s: %s", self.group, exc)
+            return None
+        state = description.state
+        if state in ACTIVE_STATES:
+            return True
+        if state in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD):
+            return False
+        return None
+
+
+def measure_lag(
+    conf: Mapping[str, Any], group: str, topic: str | None = None
+) -> list[PartitionLag]:
+    """One-shot lag of ``group`` (checked to exist), optionally limited to ``topic``."""
+    with LagReader(conf, group, topic) as reader:
+        reader.check()
+        return reader.measure()
+
+
+def totals(rows: Iterable[PartitionLag]) -> dict[str, Any]:
+    """Group totals: lag in records summed, lag in seconds the maximum."""
+    rows = list(rows)
+    seconds = [r.lag_seconds for r in rows if r.lag_seconds is not None]
+    return {
+        "total_lag": sum(r.lag for r in rows),
+        "max_lag_seconds": max(seconds, default=0.0),
+        "partition_count": len(rows),
+    }
