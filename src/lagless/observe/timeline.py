@@ -267,7 +267,7 @@ class Recorder:
         self._stop.set()
         thread.join(timeout=max(5.0, 2 * self.interval))
         self._thread = None
-        self.sample()
+        self.sample(final=True)
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -278,12 +278,19 @@ class Recorder:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def sample(self) -> Sample | None:
-        """Take one sample now and write it (called by the thread; safe to call directly)."""
+    def sample(self, final: bool = False) -> Sample | None:
+        """Take one sample now and write it (called by the thread; safe to call directly).
+
+        The ``final`` sample of :meth:`stop` is skipped when its interval is under half an
+        interval and nothing was processed in it (it would only show a false drop to 0).
+        """
         if self._file is None:
             return None
         now_t = time.monotonic()
         now = snapshot(self.metrics)
+        short = now_t - self._last_t < self.interval / 2
+        if final and short and self.samples_written and now.processed == self._last.processed:
+            return None
         out = make_sample(now, self._last, time.time(), now_t - self._last_t)
         self._last, self._last_t = now, now_t
         try:

@@ -1,0 +1,245 @@
+"""The run report: one self-contained HTML file drawn from a run timeline.
+
+Plots (inline SVG, see :mod:`lagless.observe.svg`): throughput, lag in records, lag in seconds,
+end-to-end latency percentiles, records in flight and paused partitions, and a strip of
+rebalance events (also marked on every plot); then a summary table and the list of events.
+The file has no script and loads nothing from the network.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+from pathlib import Path
+
+from lagless.errors import LaglessError
+from lagless.observe.svg import PALETTE, Chart, Mark, Series, render, render_events
+from lagless.observe.timeline import RebalanceEvent, Sample, load_timeline, timeline_path
+
+REPORT_FILE = "report.html"
+
+PLOT_IDS = (
+    "plot-throughput",
+    "plot-lag-records",
+    "plot-lag-seconds",
+    "plot-latency",
+    "plot-in-flight",
+    "plot-rebalances",
+)
+
+STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; max-width: 960px; }
+h1 { font-size: 20px; margin-bottom: 4px; }
+h2 { font-size: 16px; margin-top: 28px; }
+.sub { color: #666; margin-top: 0; }
+.chart { display: block; margin: 10px 0; }
+.chart-title { font-size: 13px; font-weight: 600; fill: #222; }
+.tick, .legend, .axis-label { font-size: 11px; fill: #555; }
+.event-label { font-size: 10px; fill: #333; }
+.grid { stroke: #e5e5e5; stroke-width: 1; }
+.frame { fill: none; stroke: #bbb; }
+.axis { stroke: #999; }
+.line { stroke-width: 1.8; stroke-linejoin: round; }
+.mark { stroke-width: 1; stroke-dasharray: 4 3; opacity: 0.8; }
+.event { stroke-width: 2; }
+.empty { font-size: 12px; fill: #999; }
+table { border-collapse: collapse; margin: 8px 0; }
+td, th { padding: 3px 12px 3px 0; text-align: left; border-bottom: 1px solid #eee; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+"""
+
+
+@dataclass(frozen=True)
+class TimedEvent:
+    at: float
+    event: RebalanceEvent
+
+    @property
+    def label(self) -> str:
+        e = self.event
+        parts = []
+        if e.assigned:
+            parts.append(f"+{e.assigned} assigned")
+        if e.revoked:
+            parts.append(f"-{e.revoked} revoked")
+        if e.lost:
+            parts.append(f"{e.lost} lost")
+        if not parts:
+            parts.append(", ".join(f"{k} x{v}" for k, v in e.callbacks.items()) or "rebalance")
+        if e.durations:
+            parts.append(f"{e.duration_seconds:.2f} s")
+        return " ".join(parts)
+
+
+def run_start(samples: Sequence[Sample]) -> float:
+    """Epoch seconds at which the first interval began."""
+    return samples[0].ts - samples[0].interval
+
+
+def events(samples: Sequence[Sample]) -> list[TimedEvent]:
+    t0 = run_start(samples)
+    return [TimedEvent(s.ts - t0, e) for s in samples for e in s.events]
+
+
+def processed_in_run(samples: Sequence[Sample]) -> float:
+    """Records finished between the first interval's start and the last sample."""
+    first = samples[0]
+    return samples[-1].processed - (first.processed - first.throughput * first.interval)
+
+
+def weighted_median(values: Sequence[tuple[float, float]]) -> float | None:
+    """Median of ``(value, weight)`` pairs (weights: records in the interval)."""
+    ranked = sorted((v, w) for v, w in values if w > 0)
+    total = sum(w for _, w in ranked)
+    if total <= 0:
+        return None
+    seen = 0.0
+    for value, weight in ranked:
+        seen += weight
+        if seen >= total / 2:
+            return value
+    return ranked[-1][0]
+
+
+def fmt(value: float | None, unit: str = "") -> str:
+    """Readable numbers: 12,345 / 12.3 / 0.0123."""
+    if value is None:
+        return "-"
+    if abs(value) >= 100 or float(value).is_integer():
+        return f"{value:,.0f}{unit}"
+    return f"{value:.3g}{unit}"
+
+
+def summary(samples: Sequence[Sample]) -> list[tuple[str, str]]:
+    """The rows of the summary table (label, value)."""
+    last = samples[-1]
+    start = run_start(samples)
+    duration = max(last.ts - start, 1e-9)
+    done = processed_in_run(samples)
+    p50 = weighted_median(
+        [(s.e2e_p50, s.throughput * s.interval) for s in samples if s.e2e_p50 is not None]
+    )
+    p95s = [s.e2e_p95 for s in samples if s.e2e_p95 is not None]
+    p99s = [s.e2e_p99 for s in samples if s.e2e_p99 is not None]
+    timed = events(samples)
+    started = datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    rows = [
+        ("started", started),
+        ("duration", f"{duration:.1f} s ({len(samples)} samples)"),
+        ("records processed", fmt(done)),
+        ("throughput, mean", fmt(done / duration, " records/s")),
+        ("throughput, best interval", fmt(max(s.throughput for s in samples), " records/s")),
+        ("lag (records), max / at end", f"{fmt(max(s.lag_records for s in samples))} / "
+         f"{fmt(last.lag_records)}"),
+        ("lag (seconds), max / at end", f"{fmt(max(s.lag_seconds for s in samples), ' s')} / "
+         f"{fmt(last.lag_seconds, ' s')}"),
+        ("e2e latency p50 (median interval)", fmt(p50, " s")),
+        ("e2e latency p95 (worst interval)", fmt(max(p95s, default=None), " s")),
+        ("e2e latency p99 (worst interval)", fmt(max(p99s, default=None), " s")),
+        ("e2e latency p99 (median interval)",
+         fmt(statistics.median(p99s) if p99s else None, " s")),
+        ("in flight, max", fmt(max(s.in_flight for s in samples))),
+        ("paused partitions, max", fmt(max(s.paused for s in samples))),
+        ("pause events", fmt(last.pause_events)),
+        ("rebalance events", str(len(timed))),
+        ("partitions assigned / revoked / lost",
+         " / ".join(str(sum(getattr(t.event, k) for t in timed))
+                    for k in ("assigned", "revoked", "lost"))),
+        ("rebalance time, total", fmt(sum(t.event.duration_seconds for t in timed), " s")),
+        ("commits", fmt(last.commits)),
+        ("dead-lettered records", fmt(last.dlq)),
+    ]  # fmt: skip
+    if last.batches:
+        rows.append(("Spark micro-batches", fmt(last.batches)))
+    return rows
+
+
+def charts(samples: Sequence[Sample]) -> list[str]:
+    """Every plot as an SVG element, in :data:`PLOT_IDS` order."""
+    t0 = run_start(samples)
+    xs = [s.ts - t0 for s in samples]
+    x_max = max(xs[-1], 1.0)
+    marks = [Mark(t.at, t.label, t.event.kind) for t in events(samples)]
+
+    def chart(chart_id: str, title: str, unit: str, *series: tuple[str, list[float | None]]) -> str:
+        lines = [
+            Series(name, list(zip(xs, values, strict=True)), PALETTE[i % len(PALETTE)])
+            for i, (name, values) in enumerate(series)
+        ]
+        return render(Chart(chart_id, title, unit, lines, marks, x_max=x_max))
+
+    return [
+        chart("plot-throughput", "Throughput", "records/s",
+              ("records/s", [s.throughput for s in samples])),
+        chart("plot-lag-records", "Lag in records (sum over partitions)", "records",
+              ("lag", [s.lag_records for s in samples])),
+        chart("plot-lag-seconds", "Lag in seconds (oldest partition)", "seconds",
+              ("lag", [s.lag_seconds for s in samples]),
+              ("oldest unfinished", [s.oldest_unfinished_seconds for s in samples])),
+        chart("plot-latency", "End-to-end latency (record timestamp to done)", "seconds",
+              ("p50", [s.e2e_p50 for s in samples]),
+              ("p95", [s.e2e_p95 for s in samples]),
+              ("p99", [s.e2e_p99 for s in samples])),
+        chart("plot-in-flight", "Records in flight and paused partitions", "count",
+              ("in flight", [s.in_flight for s in samples]),
+              ("paused partitions", [s.paused for s in samples])),
+        render_events("plot-rebalances", "Rebalance events", marks, x_max),
+    ]  # fmt: skip
+
+
+def events_table(samples: Sequence[Sample]) -> str:
+    timed = events(samples)
+    if not timed:
+        return "<p>No rebalance during the run.</p>"
+    head = (
+        "<tr><th>at</th><th>assigned</th><th>revoked</th><th>lost</th>"
+        "<th>callbacks</th><th>duration</th></tr>"
+    )
+    rows = [
+        f"<tr><td>{t.at:.1f} s</td><td class=num>{t.event.assigned}</td>"
+        f"<td class=num>{t.event.revoked}</td><td class=num>{t.event.lost}</td>"
+        f"<td>{escape(', '.join(f'{k} x{v}' for k, v in t.event.callbacks.items()))}</td>"
+        f"<td class=num>{fmt(t.event.duration_seconds, ' s')}</td></tr>"
+        for t in timed
+    ]
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def build_report(samples: Sequence[Sample], title: str = "lagless run") -> str:
+    """The whole HTML document."""
+    if not samples:
+        raise LaglessError("the timeline has no samples: nothing to report")
+    rows = "".join(
+        f"<tr><th>{escape(label)}</th><td class=num>{escape(value)}</td></tr>"
+        for label, value in summary(samples)
+    )
+    plots = "\n".join(charts(samples))
+    started = datetime.fromtimestamp(run_start(samples), UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return (
+        "<!DOCTYPE html>\n<html lang=en>\n<head>\n<meta charset=utf-8>\n"
+        f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+        f"<h1>{escape(title)}</h1>\n<p class=sub>run of {started}, "
+        f"{len(samples)} samples</p>\n"
+        f"<h2>Summary</h2>\n<table id=summary>{rows}</table>\n"
+        f"<h2>Over time</h2>\n{plots}\n"
+        f"<h2>Rebalance events</h2>\n{events_table(samples)}\n"
+        "</body>\n</html>\n"
+    )
+
+
+def write_report(directory: Path, output: Path | None = None, title: str | None = None) -> Path:
+    """Read ``directory``'s timeline and write the report (default ``directory/report.html``)."""
+    source = timeline_path(Path(directory))
+    samples = load_timeline(source)
+    if not samples:
+        raise LaglessError(f"timeline {source} has no samples: nothing to report")
+    target = output or source.parent / REPORT_FILE
+    html = build_report(samples, title or f"lagless run: {source.parent.name}")
+    try:
+        target.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        raise LaglessError(f"cannot write the report to {target}: {exc}") from None
+    return target

@@ -1,0 +1,75 @@
+"""The HTML report and its SVG charts, from synthetic timelines."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from lagless.errors import LaglessError
+from lagless.observe.report import PLOT_IDS, build_report, summary, weighted_median
+from lagless.observe.svg import Chart, Series, nice_ticks, render, segments
+from lagless.observe.timeline import RebalanceEvent, Sample
+
+
+def run(n: int = 10) -> list[Sample]:
+    samples = []
+    for i in range(n):
+        events = [RebalanceEvent(assigned=3, callbacks={"assign": 1})] if i == 4 else []
+        samples.append(
+            Sample(
+                ts=1000.0 + i + 1, interval=1.0, throughput=100.0, processed=100.0 * (i + 1),
+                lag_records=50.0 - i, lag_seconds=2.0 if i == 2 else 0.5,
+                e2e_p50=0.01, e2e_p95=0.05, e2e_p99=0.2 if i == 7 else 0.1,
+                commits=float(i), events=events,
+            )
+        )  # fmt: skip
+    return samples
+
+
+def test_nice_ticks_cover_the_top_with_round_steps() -> None:
+    assert nice_ticks(9.3, 5) == [0, 2, 4, 6, 8, 10]
+    assert nice_ticks(0.042, 4) == [0, 0.02, 0.04, 0.06]
+    assert nice_ticks(1000, 4) == [0, 500, 1000]
+
+
+def test_missing_values_break_the_line() -> None:
+    points = [(0, 1.0), (1, None), (2, 3.0), (3, 4.0)]
+    assert segments(points) == [[(0, 1.0)], [(2, 3.0), (3, 4.0)]]
+    svg = render(Chart("c", "t", "u", [Series("s", points)]))
+    assert svg.count("<polyline") == 2
+    assert svg.startswith('<svg id="c"') and svg.endswith("</svg>")
+
+
+def test_chart_without_data_says_so() -> None:
+    assert "no data" in render(Chart("c", "t", "u", [Series("s", [(0, None)])]))
+
+
+def test_summary_figures() -> None:
+    rows = dict(summary(run()))
+    assert rows["records processed"] == "1,000"
+    assert rows["throughput, mean"] == "100 records/s"
+    assert rows["lag (records), max / at end"] == "50 / 41"
+    assert rows["lag (seconds), max / at end"] == "2 s / 0.5 s"
+    assert rows["e2e latency p99 (worst interval)"] == "0.2 s"
+    assert rows["rebalance events"] == "1"
+    assert rows["partitions assigned / revoked / lost"] == "3 / 0 / 0"
+
+
+def test_weighted_median() -> None:
+    assert weighted_median([(1.0, 1), (5.0, 10), (9.0, 1)]) == 5.0
+    assert weighted_median([(1.0, 0)]) is None
+
+
+def test_report_has_every_plot_and_nothing_external() -> None:
+    html = build_report(run(), "my <run>")
+    for plot in PLOT_IDS:
+        assert f'<svg id="{plot}"' in html
+    assert "my &lt;run&gt;" in html
+    assert "<script" not in html and not re.search(r"https?://", html)
+    assert "+3 assigned" in html  # the rebalance event is drawn and listed
+
+
+def test_empty_timeline_is_an_error() -> None:
+    with pytest.raises(LaglessError, match="no samples"):
+        build_report([])
