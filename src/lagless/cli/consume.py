@@ -1,10 +1,214 @@
-"""`lagless consume` (placeholder until its issue lands)."""
+"""`lagless consume`: run the consumer engine on topics with a handler."""
 
 from __future__ import annotations
 
-from lagless.errors import LaglessError
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any, cast
+
+import typer
+from rich.progress import Progress as Bar
+from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from lagless.cli.common import interactive, kafka_conf, out_console, print_json
+from lagless.engine import (
+    EngineConfig,
+    Handler,
+    OnFailure,
+    Ordering,
+    Progress,
+    RunSummary,
+    load_handler,
+    run_engine,
+)
+from lagless.engine.config import Assignor, OffsetReset
+from lagless.errors import ConfigError
+from lagless.observe.metrics import Metrics
 
 
-def consume() -> None:
-    """Not built yet."""
-    raise LaglessError("'lagless consume' is not built yet")
+@contextlib.contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM/SIGINT set ``stop`` (the engine drains, commits and closes)."""
+
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@contextlib.contextmanager
+def recording(metrics: Metrics, directory: Path | None) -> Iterator[None]:
+    """Sample the metrics into DIRECTORY/timeline.jsonl while the run lasts."""
+    if directory is None:
+        yield
+        return
+    from lagless.observe.timeline import Recorder
+
+    with Recorder(metrics, directory):
+        yield
+
+
+def describe(summary: RunSummary) -> str:
+    e2e = summary.e2e_ms
+    latency = f", e2e p50 {e2e.p50} ms p99 {e2e.p99} ms" if e2e.p50 is not None else ""
+    return (
+        f"processed {summary.processed} records ({summary.dlq} to the DLQ, {summary.skipped} "
+        f"skipped) in {summary.seconds} s: {summary.records_per_s:.0f} records/s; "
+        f"{summary.commits} commits, {summary.rebalances} rebalances, {summary.pauses} pauses, "
+        f"max in flight {summary.max_in_flight_seen}{latency}"
+    )
+
+
+def consume(
+    ctx: typer.Context,
+    topic: Annotated[list[str], typer.Option(help="topic to consume (repeatable)")],
+    group: Annotated[str, typer.Option(help="consumer group id")],
+    handler: Annotated[
+        str, typer.Option(help="sleep, noop or module:function (called with each Record)")
+    ] = "sleep",
+    ordering: Annotated[
+        Ordering, typer.Option(help="keep order per partition, per key, or not at all")
+    ] = Ordering.PARTITION,
+    max_in_flight: Annotated[int, typer.Option(help="records handled at once")] = 64,
+    max_pending: Annotated[
+        int, typer.Option(help="per partition: records held before it is paused")
+    ] = 1000,
+    processes: Annotated[
+        int, typer.Option(help="run the handler in N processes (CPU-bound work); 0: threads")
+    ] = 0,
+    retries: Annotated[int, typer.Option(help="retries after a failed attempt")] = 3,
+    retry_backoff: Annotated[float, typer.Option(help="first retry delay, seconds")] = 0.1,
+    dlq_topic: Annotated[
+        str | None, typer.Option(help="dead-letter topic for records that keep failing")
+    ] = None,
+    on_failure: Annotated[
+        OnFailure | None, typer.Option(help="without --dlq-topic: stop or skip a failed record")
+    ] = None,
+    count: Annotated[int | None, typer.Option(help="stop after N records finished")] = None,
+    until_idle: Annotated[
+        float | None, typer.Option(help="stop after SECONDS without records or work")
+    ] = None,
+    commit_interval: Annotated[float, typer.Option(help="commit every SECONDS")] = 1.0,
+    commit_every: Annotated[int, typer.Option(help="or every N records finished")] = 1000,
+    assignor: Annotated[
+        str, typer.Option(help="cooperative-sticky, range or roundrobin")
+    ] = "cooperative-sticky",
+    static_id: Annotated[
+        str | None, typer.Option(help="group.instance.id (static membership)")
+    ] = None,
+    session_timeout_ms: Annotated[int, typer.Option(help="session.timeout.ms")] = 10_000,
+    heartbeat_ms: Annotated[int, typer.Option(help="heartbeat.interval.ms")] = 3000,
+    max_poll_interval_ms: Annotated[int, typer.Option(help="max.poll.interval.ms")] = 300_000,
+    offset_reset: Annotated[
+        str, typer.Option(help="where a group without commits starts: earliest or latest")
+    ] = "earliest",
+    revoke_budget: Annotated[
+        float, typer.Option(help="seconds to let revoked partitions' records finish")
+    ] = 5.0,
+    shutdown_budget: Annotated[
+        float, typer.Option(help="seconds to let in-flight records finish at stop")
+    ] = 30.0,
+    stall_seconds: Annotated[
+        float, typer.Option(help="log a record unfinished for this long")
+    ] = 60.0,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="serve Prometheus metrics on this port")
+    ] = None,
+    record: Annotated[
+        Path | None, typer.Option(help="write the run timeline to DIR/timeline.jsonl")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object at the end")] = (
+        False
+    ),
+) -> None:
+    """Consume topics with a handler: concurrency beyond partitions, safe commits, DLQ."""
+    if assignor not in ("cooperative-sticky", "range", "roundrobin"):
+        raise ConfigError(
+            f"--assignor {assignor!r}: choose cooperative-sticky, range or roundrobin"
+        )
+    if offset_reset not in ("earliest", "latest"):
+        raise ConfigError(f"--offset-reset {offset_reset!r}: choose earliest or latest")
+    if metrics_port is not None and not 0 < metrics_port < 65536:
+        raise ConfigError(f"--metrics-port {metrics_port} is not a port")
+    if dlq_topic is None and on_failure is None:
+        raise ConfigError(
+            "without --dlq-topic, say what a failed record does: --on-failure stop|skip"
+        )
+    if dlq_topic is not None and on_failure is not None:
+        raise ConfigError("--on-failure applies only without --dlq-topic")
+    config = EngineConfig.build(
+        topics=tuple(topic),
+        group=group,
+        ordering=ordering,
+        max_in_flight=max_in_flight,
+        max_pending=max_pending,
+        processes=processes,
+        retries=retries,
+        retry_backoff_s=retry_backoff,
+        retry_backoff_max_s=max(5.0, retry_backoff),
+        dlq_topic=dlq_topic,
+        on_failure=on_failure,
+        count=count,
+        until_idle_s=until_idle,
+        commit_interval_s=commit_interval,
+        commit_every=commit_every,
+        assignor=cast(Assignor, assignor),
+        static_id=static_id,
+        session_timeout_ms=session_timeout_ms,
+        heartbeat_interval_ms=heartbeat_ms,
+        max_poll_interval_ms=max_poll_interval_ms,
+        auto_offset_reset=cast(OffsetReset, offset_reset),
+        revoke_budget_s=revoke_budget,
+        shutdown_budget_s=shutdown_budget,
+        stall_seconds=stall_seconds,
+    )
+    run_handler = load_handler(handler)
+    conf = kafka_conf(ctx)
+    metrics = Metrics()
+    if metrics_port is not None:
+        metrics.serve(metrics_port)
+    stop = threading.Event()
+    with stop_on_signals(stop), recording(metrics, record):
+        if interactive() and not as_json:
+            summary = run_with_progress(conf, config, run_handler, metrics, stop)
+        else:
+            summary = run_engine(conf, config, run_handler, metrics=metrics, stop=stop)
+    if as_json:
+        print_json(summary.to_json())
+    else:
+        out_console.print(describe(summary))
+
+
+def run_with_progress(
+    conf: Mapping[str, Any],
+    config: EngineConfig,
+    run_handler: Handler,
+    metrics: Metrics,
+    stop: threading.Event,
+) -> RunSummary:
+    """The engine with a one-line live status on the terminal."""
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Bar(*columns, console=out_console, transient=True) as bar:
+        task = bar.add_task("joining the group")
+
+        def show(p: Progress) -> None:
+            rate = p.processed / p.seconds if p.seconds else 0.0
+            bar.update(
+                task,
+                description=(
+                    f"{p.processed} processed ({rate:.0f}/s), {p.in_flight} in flight, "
+                    f"{p.dlq} dlq, lag {p.lag_records}, {p.assigned} partitions, "
+                    f"{p.paused} paused"
+                ),
+            )
+
+        return run_engine(conf, config, run_handler, metrics=metrics, stop=stop, on_progress=show)

@@ -1,0 +1,124 @@
+"""Engine options: one frozen, typed model validated at the boundary.
+
+:class:`EngineConfig` holds what the engine does (topics, group, ordering, concurrency,
+retries, commits, rebalance budgets, stop conditions); :meth:`EngineConfig.consumer_conf`
+is the one place the librdkafka consumer settings are derived from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from lagless.errors import ConfigError
+
+
+class Ordering(StrEnum):
+    """What the engine keeps in order."""
+
+    PARTITION = "partition"  # one record of a partition at a time, in offset order
+    KEY = "key"  # one record of a (partition, key) at a time; keyless records unordered
+    UNORDERED = "unordered"  # any record may run beside any other
+
+
+class OnFailure(StrEnum):
+    """What happens to a record that failed every attempt when there is no DLQ topic."""
+
+    STOP = "stop"  # stop the engine; the record stays uncommitted (re-run after a restart)
+    SKIP = "skip"  # log it and move on (counted as skipped)
+
+
+Assignor = Literal["cooperative-sticky", "range", "roundrobin"]
+OffsetReset = Literal["earliest", "latest"]
+
+
+class EngineConfig(BaseModel):
+    """What the engine consumes and how."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    topics: tuple[str, ...] = Field(min_length=1)
+    group: str = Field(min_length=1)
+    ordering: Ordering = Ordering.PARTITION
+    max_in_flight: int = Field(64, ge=1, le=10_000, description="records handled at once")
+    max_pending: int = Field(
+        1000,
+        ge=1,
+        description="per partition: records between the committable offset and the last "
+        "fetched (buffered, in flight, done above the first unfinished); over it the "
+        "partition is paused",
+    )
+    processes: int = Field(0, ge=0, le=256, description="0: threads; N: a pool of N processes")
+    retries: int = Field(3, ge=0, le=100)
+    retry_backoff_s: float = Field(0.1, gt=0)
+    retry_backoff_max_s: float = Field(5.0, gt=0)
+    dlq_topic: str | None = None
+    on_failure: OnFailure | None = None
+    commit_interval_s: float = Field(1.0, ge=0, description="commit at least this often")
+    commit_every: int = Field(1000, ge=1, description="or after this many records finished")
+    assignor: Assignor = "cooperative-sticky"
+    static_id: str | None = None
+    session_timeout_ms: int = Field(10_000, ge=1000)
+    heartbeat_interval_ms: int = Field(3000, ge=100)
+    max_poll_interval_ms: int = Field(300_000, ge=1000)
+    auto_offset_reset: OffsetReset = "earliest"
+    revoke_budget_s: float = Field(5.0, ge=0, description="wait for in-flight work on revoke")
+    shutdown_budget_s: float = Field(30.0, ge=0, description="wait for in-flight work at stop")
+    stall_seconds: float = Field(60.0, gt=0, description="log records unfinished this long")
+    count: int | None = Field(None, ge=1, description="stop after this many records finished")
+    until_idle_s: float | None = Field(None, gt=0, description="stop after this long idle")
+    poll_batch: int = Field(500, ge=1, le=100_000)
+    fetch_queue_backoff_ms: int = Field(5, ge=0)
+    consumer_overrides: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.dlq_topic is None and self.on_failure is None:
+            raise ValueError("without a DLQ topic, choose what a failed record does: stop or skip")
+        if self.dlq_topic is not None and self.on_failure is not None:
+            raise ValueError("on_failure applies only without a DLQ topic")
+        if self.dlq_topic is not None and self.dlq_topic in self.topics:
+            raise ValueError("the DLQ topic cannot be one of the consumed topics")
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ValueError("heartbeat interval must be below the session timeout")
+        if self.max_poll_interval_ms < self.session_timeout_ms:
+            raise ValueError("max poll interval must be at least the session timeout")
+        if self.retry_backoff_max_s < self.retry_backoff_s:
+            raise ValueError("retry backoff max must be at least the initial backoff")
+        return self
+
+    @classmethod
+    def build(cls, **values: Any) -> EngineConfig:
+        """Validate ``values`` (``None`` means default); ConfigError with one line if invalid."""
+        try:
+            return cls.model_validate({k: v for k, v in values.items() if v is not None})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            message = str(first["msg"]).removeprefix("Value error, ")
+            raise ConfigError(f"{where}: {message}" if where else message) from None
+
+    def consumer_conf(self, conf: Mapping[str, Any]) -> dict[str, Any]:
+        """librdkafka consumer properties: the cluster's ``conf`` plus the engine's."""
+        out = dict(conf)
+        out.update(
+            {
+                "group.id": self.group,
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "enable.partition.eof": False,
+                "auto.offset.reset": self.auto_offset_reset,
+                "partition.assignment.strategy": self.assignor,
+                "session.timeout.ms": self.session_timeout_ms,
+                "heartbeat.interval.ms": self.heartbeat_interval_ms,
+                "max.poll.interval.ms": self.max_poll_interval_ms,
+                "fetch.queue.backoff.ms": self.fetch_queue_backoff_ms,
+            }
+        )
+        if self.static_id:
+            out["group.instance.id"] = self.static_id
+        out.update(self.consumer_overrides)
+        return out

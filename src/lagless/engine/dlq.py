@@ -1,0 +1,91 @@
+"""Dead-letter publishing: a record that failed for good goes to the DLQ topic, with why.
+
+The dead letter keeps the original key, value and headers and adds the ``lagless-dlq-*``
+headers below. A record counts as finished (and may be committed past) only once the broker
+acknowledged its dead letter: the delivery report comes back through the poll loop's
+completion queue as a :class:`DeadLettered`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from queue import SimpleQueue
+from typing import Any
+
+from confluent_kafka import KafkaError, Message
+
+from lagless.engine.record import Record
+from lagless.engine.retry import Outcome
+from lagless.kafka.clients import make_producer
+
+H_ERROR_CLASS = "lagless-dlq-error-class"
+H_ERROR = "lagless-dlq-error"
+H_ATTEMPTS = "lagless-dlq-attempts"
+H_TOPIC = "lagless-dlq-topic"
+H_PARTITION = "lagless-dlq-partition"
+H_OFFSET = "lagless-dlq-offset"
+H_TIMESTAMP = "lagless-dlq-timestamp"
+
+
+Headers = list[tuple[str, str | bytes | None]]
+
+
+def dead_letter_headers(record: Record, outcome: Outcome) -> Headers:
+    """The record's own headers plus why and where it failed."""
+    extra = {
+        H_ERROR_CLASS: outcome.error_class,
+        H_ERROR: outcome.error_message,
+        H_ATTEMPTS: str(outcome.attempts),
+        H_TOPIC: record.topic,
+        H_PARTITION: str(record.partition),
+        H_OFFSET: str(record.offset),
+        H_TIMESTAMP: "" if record.timestamp_ms is None else str(record.timestamp_ms),
+    }
+    return [*record.headers, *((k, v.encode()) for k, v in extra.items())]
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLettered:
+    """The broker's answer to one dead letter."""
+
+    record: Record
+    epoch: int
+    outcome: Outcome
+    error: str | None  # None: stored
+
+
+class DeadLetterQueue:
+    """An idempotent producer to the DLQ topic reporting into the completion queue."""
+
+    def __init__(
+        self, conf: Mapping[str, Any], topic: str, completions: SimpleQueue[object]
+    ) -> None:
+        self.topic = topic
+        self._completions = completions
+        self._producer = make_producer(
+            {**conf, "acks": "all", "enable.idempotence": True, "linger.ms": 5}
+        )
+
+    def publish(self, record: Record, epoch: int, outcome: Outcome) -> None:
+        def report(err: KafkaError | None, _msg: Message) -> None:
+            error = None if err is None else err.str()
+            self._completions.put(DeadLettered(record, epoch, outcome, error))
+
+        self._producer.produce(
+            self.topic,
+            record.value,
+            key=record.key,
+            headers=dead_letter_headers(record, outcome),
+            on_delivery=report,
+        )
+        self._producer.poll(0)
+
+    def poll(self) -> None:
+        """Serve delivery reports (they land on the completion queue)."""
+        self._producer.poll(0)
+
+    def flush(self, timeout: float) -> int:
+        """Wait for outstanding dead letters; how many are still undelivered."""
+        left: int = self._producer.flush(timeout)
+        return left

@@ -1,0 +1,120 @@
+"""Ordering: which buffered records may start now, per partition, per key, or unordered.
+
+Each partition has its own :class:`PartitionQueue`. Inside it, records are grouped in *lanes*:
+a lane runs one record at a time, in offset order. ``partition`` ordering has one lane per
+partition, ``key`` ordering one lane per key (keyless records need no lane), ``unordered``
+none. A record whose lane is free is *ready*. The :class:`Dispatcher` hands out ready records
+round-robin over partitions, so a slow record holds back only its own lane: there is no
+single queue every partition waits in.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Hashable
+
+from lagless.engine.config import Ordering
+from lagless.engine.record import Record
+
+PartitionKey = tuple[str, int]
+_WHOLE_PARTITION = "partition"
+
+
+def lane_of(record: Record, ordering: Ordering) -> Hashable | None:
+    """The lane ``record`` must wait in; None when it may run beside anything."""
+    if ordering is Ordering.PARTITION:
+        return _WHOLE_PARTITION
+    if ordering is Ordering.KEY:
+        return record.key
+    return None
+
+
+class PartitionQueue:
+    """The records of one partition held but not started, and which of them are ready."""
+
+    def __init__(self, ordering: Ordering) -> None:
+        self.ordering = ordering
+        self.ready: deque[Record] = deque()
+        self._lanes: dict[Hashable, deque[Record]] = {}  # a lane is busy while present
+
+    def push(self, record: Record) -> bool:
+        """Hold ``record``; True if it is ready at once."""
+        lane = lane_of(record, self.ordering)
+        if lane is None:
+            self.ready.append(record)
+            return True
+        waiting = self._lanes.get(lane)
+        if waiting is not None:
+            waiting.append(record)
+            return False
+        self._lanes[lane] = deque()
+        self.ready.append(record)
+        return True
+
+    def release(self, record: Record) -> bool:
+        """``record`` finished: free its lane; True if that made another record ready."""
+        lane = lane_of(record, self.ordering)
+        if lane is None:
+            return False
+        waiting = self._lanes.get(lane)
+        if waiting:
+            self.ready.append(waiting.popleft())
+            return True
+        self._lanes.pop(lane, None)
+        return False
+
+    @property
+    def waiting(self) -> int:
+        """Records held and not started (ready or behind a busy lane)."""
+        return len(self.ready) + sum(len(w) for w in self._lanes.values())
+
+
+class Dispatcher:
+    """Per-partition queues and the round-robin turn over partitions with ready records."""
+
+    def __init__(self, ordering: Ordering) -> None:
+        self.ordering = ordering
+        self._queues: dict[PartitionKey, PartitionQueue] = {}
+        self._turn: deque[PartitionKey] = deque()
+        self._scheduled: set[PartitionKey] = set()
+
+    def open(self, tp: PartitionKey) -> None:
+        self._queues[tp] = PartitionQueue(self.ordering)
+
+    def close(self, tp: PartitionKey) -> int:
+        """Stop dispatching ``tp``; its records not started are dropped. Returns how many."""
+        queue = self._queues.pop(tp, None)
+        return queue.waiting if queue is not None else 0
+
+    def push(self, record: Record) -> None:
+        tp = (record.topic, record.partition)
+        if self._queues[tp].push(record):
+            self._schedule(tp)
+
+    def release(self, record: Record) -> None:
+        """A dispatched record finished: its lane may let the next one go."""
+        tp = (record.topic, record.partition)
+        queue = self._queues.get(tp)
+        if queue is not None and queue.release(record):
+            self._schedule(tp)
+
+    def next_ready(self) -> Record | None:
+        """The next record to start, taking partitions in turn; None if none is ready."""
+        while self._turn:
+            tp = self._turn.popleft()
+            queue = self._queues.get(tp)
+            if queue is None or not queue.ready:
+                self._scheduled.discard(tp)
+                continue
+            record = queue.ready.popleft()
+            if queue.ready:
+                self._turn.append(tp)
+            else:
+                self._scheduled.discard(tp)
+            return record
+        return None
+
+    def _schedule(self, tp: PartitionKey) -> None:
+        if tp not in self._scheduled:
+            self._scheduled.add(tp)
+            self._turn.append(tp)

@@ -1,0 +1,64 @@
+"""What the poll loop knows about one assigned partition, and its metric children."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lagless.engine.backpressure import Backlog
+from lagless.engine.tracker import PartitionTracker
+from lagless.observe.metrics import Metrics
+
+PartitionKey = tuple[str, int]
+
+OK = "ok"
+DLQ = "dlq"
+SKIPPED = "skipped"
+
+
+class PartitionMetrics:
+    """The labelled metric children of one partition, looked up once."""
+
+    def __init__(self, metrics: Metrics, topic: str, partition: int) -> None:
+        labels = (topic, str(partition))
+        self.finished = {
+            outcome: metrics.records_processed.labels(*labels, outcome)
+            for outcome in (OK, DLQ, SKIPPED)
+        }
+        self.pauses = metrics.pause_events.labels(*labels)
+        self.lag_records = metrics.lag_records.labels(*labels)
+        self.lag_seconds = metrics.lag_seconds.labels(*labels)
+        self.oldest_age = metrics.oldest_unfinished_age.labels(*labels)
+        self.e2e: Any = metrics.e2e_latency.labels(topic)
+        self.processing: Any = metrics.processing_time.labels(topic)
+
+    def clear_gauges(self) -> None:
+        """The partition left this consumer: its gauges no longer apply."""
+        for gauge in (self.lag_records, self.lag_seconds, self.oldest_age):
+            gauge.set(0)
+
+
+@dataclass
+class PartitionState:
+    """One assigned partition: its tracker, flow state and counters.
+
+    ``epoch`` is unique per assignment: a completion from an earlier assignment of the same
+    partition (revoked, then assigned again) carries an older epoch and is ignored.
+    """
+
+    tp: PartitionKey
+    epoch: int
+    tracker: PartitionTracker
+    metrics: PartitionMetrics
+    backlog: Backlog = field(default_factory=Backlog)
+    in_flight: int = 0
+    dead_letters: int = 0  # dead letters sent, not yet acknowledged
+    finished: int = 0
+    last_commit: tuple[int, str] | None = None
+    last_timestamp_ms: int | None = None
+    stall_logged: int | None = None
+
+    @property
+    def busy(self) -> bool:
+        """Records of this partition are running or their dead letters are on their way."""
+        return self.in_flight > 0 or self.dead_letters > 0

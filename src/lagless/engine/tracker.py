@@ -1,0 +1,91 @@
+"""Per-partition completion tracking: what is safe to commit, what is done above it.
+
+Records of a partition arrive in offset order and may finish in any order. The tracker keeps
+the *window*: every offset received from the first unfinished one on. Its front is the
+committable offset (Kafka's "next offset to read"); the finished offsets inside it form the
+offset map written into the commit metadata. Offsets completed by an earlier run (read back
+from that metadata on assignment) are recognised on arrival and skipped.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from enum import Enum
+
+from lagless.engine import offset_map
+
+
+class Arrival(Enum):
+    """What to do with a record the consumer just returned."""
+
+    NEW = "new"  # process it
+    DONE_BEFORE = "done_before"  # completed by an earlier run (offset map): skip it
+    STALE = "stale"  # at or below an offset already received: a re-delivery, ignore it
+
+
+class PartitionTracker:
+    """Completion state of one partition's records from the first unfinished one on."""
+
+    def __init__(self, committed: int | None = None, completed: Iterable[int] = ()) -> None:
+        self._window: deque[int] = deque()
+        self._since: deque[float] = deque()
+        self._done: set[int] = set()
+        floor = committed if committed is not None else -1
+        self._earlier: set[int] = {o for o in completed if o > floor}
+        self._next = committed
+        self._last_received: int | None = None
+
+    @property
+    def committable(self) -> int | None:
+        """The offset to commit: the first unfinished one (None before anything is known)."""
+        return self._window[0] if self._window else self._next
+
+    @property
+    def pending(self) -> int:
+        """Records held from the first unfinished on (unfinished, or done above it)."""
+        return len(self._window)
+
+    def receive(self, offset: int, now: float) -> Arrival:
+        """Register a fetched record (offsets must grow)."""
+        if self._last_received is not None and offset <= self._last_received:
+            return Arrival.STALE
+        if self._next is not None and offset < self._next:
+            return Arrival.STALE
+        self._last_received = offset
+        self._window.append(offset)
+        self._since.append(now)
+        if offset in self._earlier:
+            self._earlier.discard(offset)
+            self.complete(offset)
+            return Arrival.DONE_BEFORE
+        return Arrival.NEW
+
+    def complete(self, offset: int) -> None:
+        """Mark ``offset`` finished; the committable offset moves past finished records."""
+        self._done.add(offset)
+        window = self._window
+        while window and window[0] in self._done:
+            first = window.popleft()
+            self._since.popleft()
+            self._done.discard(first)
+            self._next = first + 1
+
+    def completed_above(self) -> list[int]:
+        """Finished offsets above the committable one (this run's and an earlier run's)."""
+        base = self.committable
+        above = self._done | self._earlier
+        return sorted(o for o in above if base is None or o > base)
+
+    def offset_map(self, limit: int = offset_map.LIMIT) -> str:
+        """Commit metadata for the committable offset ('' when nothing is done above it)."""
+        base = self.committable
+        if base is None:
+            return ""
+        return offset_map.encode(base, self.completed_above(), limit)
+
+    def oldest_unfinished(self) -> tuple[int, float] | None:
+        """(offset, time received) of the first unfinished record, None if all are done."""
+        if not self._window:
+            return None
+        return self._window[0], self._since[0]
