@@ -70,8 +70,13 @@ class TimedEvent:
         if not parts:
             parts.append(", ".join(f"{k} x{v}" for k, v in e.callbacks.items()) or "rebalance")
         if e.durations:
-            parts.append(f"{e.duration_seconds:.2f} s")
+            parts.append(short_duration(e.duration_seconds))
         return " ".join(parts)
+
+
+def short_duration(seconds: float) -> str:
+    """1.7 ms, 250 ms, 2.5 s."""
+    return f"{seconds * 1000:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
 
 
 def run_start(samples: Sequence[Sample]) -> float:
@@ -148,7 +153,7 @@ def summary(samples: Sequence[Sample]) -> list[tuple[str, str]]:
         ("partitions assigned / revoked / lost",
          " / ".join(str(sum(getattr(t.event, k) for t in timed))
                     for k in ("assigned", "revoked", "lost"))),
-        ("rebalance time, total", fmt(sum(t.event.duration_seconds for t in timed), " s")),
+        ("rebalance time, total", short_duration(sum(t.event.duration_seconds for t in timed))),
         ("commits", fmt(last.commits)),
         ("dead-lettered records", fmt(last.dlq)),
     ]  # fmt: skip
@@ -202,7 +207,7 @@ def events_table(samples: Sequence[Sample]) -> str:
         f"<tr><td>{t.at:.1f} s</td><td class=num>{t.event.assigned}</td>"
         f"<td class=num>{t.event.revoked}</td><td class=num>{t.event.lost}</td>"
         f"<td>{escape(', '.join(f'{k} x{v}' for k, v in t.event.callbacks.items()))}</td>"
-        f"<td class=num>{fmt(t.event.duration_seconds, ' s')}</td></tr>"
+        f"<td class=num>{short_duration(t.event.duration_seconds)}</td></tr>"
         for t in timed
     ]
     return f"<table>{head}{''.join(rows)}</table>"

@@ -110,7 +110,7 @@ def render(chart: Chart) -> str:
     ys = [y for s in chart.series for _, y in s.points if y is not None and math.isfinite(y)]
     x_top = chart.x_max if chart.x_max is not None else max(xs, default=1.0)
     x_ticks = nice_ticks(max(x_top, 1e-9), 8)
-    y_ticks = nice_ticks(max(max(ys, default=0.0), 1e-9), 4)
+    y_ticks = nice_ticks(max(ys, default=0.0) or 1.0, 4)  # all zero: a 0..1 axis
     x_max, y_max = x_ticks[-1], y_ticks[-1]
 
     def px(x: float) -> float:
