@@ -3,6 +3,7 @@
 The engine and the Spark pipeline both report through :class:`Metrics`. Each instance owns a
 registry (so tests and several engines in one process do not collide); :meth:`Metrics.serve`
 exposes it over HTTP for Prometheus. The run timeline samples the same object once a second.
+docs/observability.md documents every metric, the timeline, ``lagless lag`` and the report.
 
 | name | type | labels | meaning |
 |---|---|---|---|
@@ -10,8 +11,8 @@ exposes it over HTTP for Prometheus. The run timeline samples the same object on
 | lagless_e2e_latency_seconds | histogram | topic | record timestamp -> handler done |
 | lagless_processing_seconds | histogram | topic | handler time of one record (all attempts) |
 | lagless_in_flight | gauge | | records dispatched and not finished |
-| lagless_lag_records | gauge | topic, partition | end offset - committed/consumed position |
-| lagless_lag_seconds | gauge | topic, partition | age of the oldest record not yet consumed |
+| lagless_lag_records | gauge | topic, partition | end offset - the consumer's position (records not yet fetched) |
+| lagless_lag_seconds | gauge | topic, partition | while lag > 0: age of the last fetched record (about the next unfetched one) |
 | lagless_paused_partitions | gauge | | partitions paused by backpressure now |
 | lagless_pause_events_total | counter | topic, partition | times a partition was paused |
 | lagless_rebalances_total | counter | kind | rebalance callbacks: assign, revoke, lost |
