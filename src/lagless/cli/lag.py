@@ -125,7 +125,7 @@ def watch_loop(
             emit(reader.group, rows, statuses, active, complete, as_json, live)
             if iterations is not None and done >= iterations:
                 break
-            next_at += interval
+            next_at = max(next_at + interval, time.monotonic())  # a slow look: no catch-up burst
             time.sleep(max(0.0, next_at - time.monotonic()))
     finally:
         if live is not None:
