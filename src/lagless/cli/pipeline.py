@@ -1,15 +1,140 @@
-"""`lagless pipeline` (placeholder until its issue lands)."""
+"""`lagless pipeline run`: the events pipeline on Spark (Kafka -> Parquet, DLQ, aggregates)."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
 
-from lagless.errors import LaglessError
+from lagless.cli.common import err_console, interactive, kafka_conf, out_console, print_json
+from lagless.errors import ConfigError, LaglessError
+from lagless.observe.metrics import Metrics
 
 app = typer.Typer(help="The Spark pipeline: Kafka -> PySpark -> Parquet.", no_args_is_help=True)
 
 
+def spark_log_level() -> str:
+    """Spark's log level from lagless's verbosity (-v INFO, -vv DEBUG)."""
+    level = logging.getLogger().getEffectiveLevel()
+    return "DEBUG" if level <= logging.DEBUG else "INFO" if level <= logging.INFO else "WARN"
+
+
 @app.command("run")
-def run() -> None:
-    """Not built yet."""
-    raise LaglessError("'lagless pipeline run' is not built yet")
+def run(
+    ctx: typer.Context,
+    topic: Annotated[str, typer.Option("--topic", "-t", help="input topic (events workload)")],
+    output: Annotated[Path, typer.Option(help="Parquet output: DIR/events, DIR/aggregates")],
+    checkpoint: Annotated[Path, typer.Option(help="checkpoint directory (source of truth)")],
+    group: Annotated[
+        str | None, typer.Option(help="consumer group that mirrors the processed offsets")
+    ] = None,
+    master: Annotated[str, typer.Option(help="local[*], local[N] or spark://HOST:PORT")] = (
+        "local[*]"
+    ),
+    trigger: Annotated[
+        str, typer.Option(help="available-now, or processing-time=5s (until Ctrl-C)")
+    ] = "available-now",
+    max_offsets_per_trigger: Annotated[
+        int | None, typer.Option(min=1, help="records per micro-batch (default: all)")
+    ] = None,
+    min_partitions: Annotated[
+        int | None, typer.Option(min=1, help="split offset ranges into at least N tasks")
+    ] = None,
+    starting_offsets: Annotated[
+        str, typer.Option(help="earliest or latest (a new checkpoint only)")
+    ] = "earliest",
+    dlq_topic: Annotated[
+        str | None, typer.Option(help="dead-letter topic (default: TOPIC-dlq)")
+    ] = None,
+    source: Annotated[
+        str, typer.Option(help="python (lagless-kafka) or jvm (Spark's kafka connector)")
+    ] = "python",
+    aggregates: Annotated[
+        bool, typer.Option(help="also write per-minute, per-country aggregates")
+    ] = True,
+    watermark: Annotated[str, typer.Option(help="how late events may come")] = "1 minute",
+    metrics_port: Annotated[
+        int | None, typer.Option(min=1, max=65535, help="serve Prometheus metrics on PORT")
+    ] = None,
+    record: Annotated[
+        Path | None, typer.Option(help="write the run timeline to DIR/timeline.jsonl")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print one JSON summary")] = False,
+) -> None:
+    """Run the events pipeline: valid events to Parquet (exactly once), invalid to the DLQ."""
+    from lagless.spark.pipeline import PipelineConfig, run_pipeline
+    from lagless.spark.progress import BatchReport
+    from lagless.spark.session import build_session
+
+    if starting_offsets not in {"earliest", "latest"}:
+        raise ConfigError(f"--starting-offsets {starting_offsets!r} is not earliest or latest")
+    if source not in {"python", "jvm"}:
+        raise ConfigError(f"--source {source!r} is not python or jvm")
+    values: dict[str, Any] = {
+        "topic": topic,
+        "output": output,
+        "checkpoint": checkpoint,
+        "group": group,
+        "master": master,
+        "trigger": trigger,
+        "max_offsets_per_trigger": max_offsets_per_trigger,
+        "min_partitions": min_partitions,
+        "starting_offsets": starting_offsets,
+        "dlq_topic": dlq_topic,
+        "source": source,
+        "aggregates": aggregates,
+        "watermark": watermark,
+        "kafka": {"bootstrap.servers": "unresolved:0"},
+    }
+    PipelineConfig.build(**values)  # bad input fails before connecting or starting Spark
+    config = PipelineConfig.build(**{**values, "kafka": kafka_conf(ctx)})
+    metrics = Metrics()
+    if metrics_port is not None:
+        try:
+            metrics.serve(metrics_port)
+        except OSError as exc:
+            raise LaglessError(f"cannot serve metrics on port {metrics_port}: {exc}") from None
+    show = interactive() and not json_out
+
+    def on_batch(report: BatchReport) -> None:
+        if show:
+            err_console.print(report.line(), highlight=False)
+
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        with contextlib.ExitStack() as stack:
+            if record is not None:
+                from lagless.observe.timeline import Recorder
+
+                stack.enter_context(Recorder(metrics, record, interval=1.0))
+            spark = build_session(
+                config.master, app_name=f"lagless-pipeline-{topic}", log_level=spark_log_level()
+            )
+            try:
+                summary = run_pipeline(
+                    config, spark=spark, metrics=metrics, on_batch=on_batch, stop=stop
+                )
+            finally:
+                spark.stop()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if json_out:
+        print_json(summary.to_json())
+        return
+    out_console.print(
+        f"{summary.input_rows:,} records in {summary.batches} batches, "
+        f"{summary.seconds:.1f} s ({summary.records_per_s:,.0f} records/s): "
+        f"{summary.valid_rows:,} valid, {summary.dlq_rows:,} to DLQ topic {summary.dlq_topic}",
+        highlight=False,
+    )
+    out_console.print(f"events:     {summary.events_path}", highlight=False)
+    if summary.aggregates_path is not None:
+        out_console.print(f"aggregates: {summary.aggregates_path}", highlight=False)
+    if summary.group is not None:
+        out_console.print(f"offsets committed to group {summary.group}", highlight=False)

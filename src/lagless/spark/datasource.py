@@ -1,0 +1,56 @@
+"""The ``lagless-kafka`` data source: Kafka for PySpark, read and write, stream and batch.
+
+Register it once per session (``lagless.spark.session.register(spark)`` does), then::
+
+    spark.readStream.format("lagless-kafka")
+        .option("kafka.bootstrap.servers", "127.0.0.1:9092")
+        .option("subscribe", "events")
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", 100_000)
+        .load()
+
+and ``df.writeStream.format("lagless-kafka").option("topic", "out")`` (at-least-once).
+Options: :mod:`lagless.spark.options`.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
+from pyspark.sql.types import StructType
+
+from lagless.spark.options import SinkOptions, SourceOptions
+from lagless.spark.schema import kafka_schema
+from lagless.spark.sink import KafkaBatchWriter, KafkaStreamWriter
+from lagless.spark.source import KafkaBatchReader, KafkaStreamReader
+
+FORMAT = "lagless-kafka"
+
+
+class LaglessKafkaDataSource(DataSource):
+    """Spark's Kafka source and sink, in Python, on librdkafka."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> StructType:
+        headers = str(self.options.get("includeheaders", "false")).strip().lower()
+        return kafka_schema(include_headers=headers in {"true", "1", "yes"})
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KafkaBatchReader(SourceOptions.parse(self.options), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
+        return KafkaStreamReader(SourceOptions.parse(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return KafkaBatchWriter(SinkOptions.parse(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
+        return KafkaStreamWriter(SinkOptions.parse(self.options), schema)

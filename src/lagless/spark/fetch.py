@@ -1,0 +1,215 @@
+"""Read one partition's offset range ``[start, end)`` into Arrow record batches.
+
+This runs inside a Spark task (``DataSourceStreamReader.read``): it makes its own consumer
+(never a group member, never committing), reads exactly the range and stops.
+
+Offsets inside a range may be missing: transaction markers take an offset no consumer sees,
+compaction removes records. So the reader never waits for offset ``end - 1`` itself; it stops
+at the first record at or past ``end``, or when the broker reports the partition's end
+(``PARTITION_EOF``, which carries the high watermark) at or past ``end``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message, TopicPartition
+
+from lagless.errors import ClusterError, RecordCoordinates
+from lagless.kafka.clients import make_consumer
+from lagless.spark.offsets import DataLossReporter, OffsetRange
+
+log = logging.getLogger(__name__)
+
+BATCH_ROWS = 20_000
+CONSUME_BATCH = 5_000
+
+FATAL_CODES = frozenset(
+    {
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError._UNKNOWN_TOPIC,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError._AUTHENTICATION,
+        KafkaError._SSL,
+    }
+)
+
+# Defaults a user's kafka.* options may override (tuned for reading known ranges fast).
+FETCH_DEFAULTS: dict[str, Any] = {
+    "fetch.queue.backoff.ms": 5,
+    "fetch.wait.max.ms": 50,
+    "queued.min.messages": 200_000,
+    "max.partition.fetch.bytes": 8 * 1024 * 1024,
+}
+# What a range reader must be, whatever the user gives.
+FETCH_REQUIRED: dict[str, Any] = {
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "enable.partition.eof": True,
+    "auto.offset.reset": "error",
+}
+
+
+def fetch_conf(kafka: Mapping[str, Any]) -> dict[str, Any]:
+    """Consumer properties for a range reader (a fresh group id no one ever joins)."""
+    return {
+        **FETCH_DEFAULTS,
+        **kafka,
+        **FETCH_REQUIRED,
+        "group.id": f"lagless-spark-reader-{uuid.uuid4().hex[:8]}",
+    }
+
+
+class BatchBuilder:
+    """Collects records column by column and cuts Arrow batches of Spark's Kafka schema."""
+
+    def __init__(self, schema: pa.Schema, topic: str, partition: int) -> None:
+        self.schema = schema
+        self.topic = topic
+        self.partition = partition
+        self.with_headers = "headers" in schema.names
+        self._clear()
+
+    def _clear(self) -> None:
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.offsets: list[int] = []
+        self.timestamps: list[int | None] = []
+        self.kinds: list[int] = []
+        self.header_starts: list[int] = [0]
+        self.header_null: list[bool] = []
+        self.header_keys: list[str] = []
+        self.header_values: list[bytes | None] = []
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def add(self, msg: Message, offset: int) -> None:
+        self.keys.append(msg.key())
+        self.values.append(msg.value())
+        self.offsets.append(offset)
+        kind, ts = msg.timestamp()
+        # confluent-kafka: 0 none, 1 create time, 2 log-append time; Kafka/Spark: -1, 0, 1.
+        self.timestamps.append(ts * 1000 if kind else None)
+        self.kinds.append(kind - 1)
+        if self.with_headers:
+            headers = msg.headers()
+            if headers:
+                pairs = headers.items() if isinstance(headers, dict) else headers
+                for key, value in pairs:
+                    self.header_keys.append(key)
+                    self.header_values.append(value.encode() if isinstance(value, str) else value)
+            self.header_null.append(not headers)
+            self.header_starts.append(len(self.header_keys))
+
+    def flush(self) -> pa.RecordBatch:
+        """The collected records as one batch (then starts empty)."""
+        n = len(self.offsets)
+        s = self.schema
+        columns: list[pa.Array] = [
+            pa.array(self.keys, s.field("key").type),
+            pa.array(self.values, s.field("value").type),
+            pa.repeat(pa.scalar(self.topic, s.field("topic").type), n),
+            pa.repeat(pa.scalar(self.partition, s.field("partition").type), n),
+            pa.array(self.offsets, s.field("offset").type),
+            pa.array(self.timestamps, s.field("timestamp").type),
+            pa.array(self.kinds, s.field("timestampType").type),
+        ]
+        if self.with_headers:
+            list_type = s.field("headers").type
+            struct_type = list_type.value_type
+            entries = pa.StructArray.from_arrays(
+                [
+                    pa.array(self.header_keys, struct_type.field("key").type),
+                    pa.array(self.header_values, struct_type.field("value").type),
+                ],
+                fields=list(struct_type),
+            )
+            columns.append(
+                pa.ListArray.from_arrays(
+                    pa.array(self.header_starts, pa.int32()),
+                    entries,
+                    type=list_type,
+                    mask=pa.array(self.header_null, pa.bool_()),
+                )
+            )
+        batch = pa.RecordBatch.from_arrays(columns, schema=s)
+        self._clear()
+        return batch
+
+
+def read_range(
+    kafka: Mapping[str, Any],
+    rng: OffsetRange,
+    schema: pa.Schema,
+    report: DataLossReporter,
+    poll_timeout_ms: int = 120_000,
+    batch_rows: int = BATCH_ROWS,
+) -> Iterator[pa.RecordBatch]:
+    """Every record of ``rng`` as Arrow batches of ``schema`` (Spark's Kafka schema)."""
+    consumer = make_consumer(fetch_conf(kafka))
+    builder = BatchBuilder(schema, rng.topic, rng.partition)
+    where = RecordCoordinates(rng.topic, rng.partition, rng.start)
+    consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
+    position = rng.start
+    deadline = time.monotonic() + poll_timeout_ms / 1000
+    try:
+        while position < rng.end:
+            # Ask for no more than the range still holds (+1 for the EOF event): consume()
+            # waits for that many messages or the timeout.
+            wanted = min(CONSUME_BATCH, rng.end - position + 1)
+            messages = consumer.consume(wanted, timeout=0.5)
+            if not messages:
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"no record of {where.topic}[{where.partition}] at offset {position} "
+                        f"(reading up to {rng.end}) within {poll_timeout_ms} ms"
+                    )
+                continue
+            deadline = time.monotonic() + poll_timeout_ms / 1000
+            for msg in messages:
+                offset: int = msg.offset()  # type: ignore[assignment]
+                if msg.error() is not None:
+                    position = _on_error(consumer, msg, rng, position, report)
+                elif offset >= rng.end:
+                    position = rng.end
+                else:
+                    builder.add(msg, offset)
+                    position = offset + 1
+                if position >= rng.end:
+                    break
+            if len(builder) >= batch_rows:
+                yield builder.flush()
+        if len(builder):
+            yield builder.flush()
+    finally:
+        consumer.close()
+
+
+def _on_error(
+    consumer: Any, msg: Message, rng: OffsetRange, position: int, report: DataLossReporter
+) -> int:
+    """The position after an error event: EOF may close a range whose last offsets are gaps."""
+    err: KafkaError = msg.error()  # type: ignore[assignment]
+    code = err.code()
+    if code == KafkaError._PARTITION_EOF:
+        high: int = msg.offset()  # type: ignore[assignment]
+        if high >= rng.end:
+            return rng.end
+        log.debug("%s[%s] ends at %s, below %s: waiting", rng.topic, rng.partition, high, rng.end)
+        return position
+    if code == KafkaError._AUTO_OFFSET_RESET:
+        report(f"{rng.topic}[{rng.partition}] offset {position} is no longer available ({err})")
+        consumer.assign([TopicPartition(rng.topic, rng.partition, OFFSET_BEGINNING)])
+        return position
+    if err.fatal() or code in FATAL_CODES:
+        raise ClusterError(f"cannot read {rng.topic}[{rng.partition}] at {position}: {err.str()}")
+    # Transport errors and the like: librdkafka reconnects; the poll deadline bounds the wait.
+    log.warning("error reading %s[%s], retrying: %s", rng.topic, rng.partition, err.str())
+    return position

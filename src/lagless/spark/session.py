@@ -1,0 +1,115 @@
+"""A SparkSession set up for lagless: local or standalone, quiet, data sources registered.
+
+- Python workers run this interpreter (``PYSPARK_PYTHON`` = ``sys.executable``, and
+  ``spark.pyspark.python`` for executors of a standalone cluster), so lagless is importable.
+- Spark binds to 127.0.0.1 (``SPARK_LOCAL_IP``): the host name may resolve to an address
+  Spark should not use.
+- Few shuffle partitions (the windowed aggregates' state lives in that many stores; the
+  value is fixed in a query's checkpoint), no UI, no console progress bar, UTC session time.
+- Spark's own log goes to stderr at WARN (or the level given) through a small log4j2 file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from lagless.errors import ConfigError
+
+MASTER_RE = re.compile(
+    r"^(local(\[(\*|[1-9][0-9]*)\])?|spark://[^\s:/]+:[0-9]+(,[^\s:/]+:[0-9]+)*)$"
+)
+
+LOG4J2 = """\
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = error
+logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
+logger.hadoop.level = error
+logger.aqe.name = org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream
+logger.aqe.level = error
+"""
+
+DEFAULT_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.sql.streaming.noDataMicroBatches.enabled": "true",
+    "spark.python.worker.reuse": "true",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+
+def check_master(master: str) -> str:
+    """``local``, ``local[N]``, ``local[*]`` or ``spark://HOST:PORT``; ConfigError otherwise."""
+    if not MASTER_RE.match(master):
+        raise ConfigError(
+            f"--master {master!r} is not local, local[N], local[*] or spark://HOST:PORT"
+        )
+    return master
+
+
+def python_env() -> None:
+    """The environment Spark's launcher and Python workers need (set before the JVM starts)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def log4j2_file(level: str) -> Path:
+    directory = Path(tempfile.gettempdir()) / "lagless-spark"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"log4j2-{level.lower()}.properties"
+    text = LOG4J2.format(level=level.lower())
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``lagless-kafka`` data source in ``spark``."""
+    from lagless.spark.datasource import LaglessKafkaDataSource
+
+    spark.dataSource.register(LaglessKafkaDataSource)
+
+
+def build_session(
+    master: str = "local[*]",
+    app_name: str = "lagless",
+    conf: Mapping[str, str] | None = None,
+    log_level: str = "WARN",
+) -> SparkSession:
+    """Start (or reuse) the process's SparkSession, with lagless's data sources registered."""
+    python_env()
+    log_conf = log4j2_file(log_level)
+    java_opts = f"-Dlog4j2.configurationFile=file:{log_conf}"
+    builder = SparkSession.builder.master(check_master(master)).appName(app_name)
+    settings = {
+        **DEFAULT_CONF,
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.executor.extraJavaOptions": java_opts,
+        "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
+        **(conf or {}),
+    }
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark

@@ -1,0 +1,58 @@
+"""Kafka messages -> Arrow batches of exactly Spark's Kafka schema."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from confluent_kafka import Message
+
+from lagless.spark.fetch import BatchBuilder, fetch_conf
+from lagless.spark.schema import arrow_schema, kafka_schema
+
+
+@pytest.mark.parametrize("headers", [True, False])
+def test_batches_match_sparks_arrow_schema(headers: bool) -> None:
+    schema = arrow_schema(kafka_schema(include_headers=headers))
+    builder = BatchBuilder(schema, "t", 3)
+    first = Message(
+        topic="t",
+        partition=3,
+        offset=7,
+        key=b"k",
+        value=b"v",
+        headers=[("a", b"1"), ("b", None)],
+        timestamp=(1, 1_700_000_000_123),
+    )
+    builder.add(first, 7)
+    builder.add(Message(topic="t", partition=3, offset=9, headers=None, timestamp=(2, 5)), 9)
+    builder.add(Message(topic="t", partition=3, offset=10, value=b"x", timestamp=(0, -1)), 10)
+    batch = builder.flush()
+    assert len(builder) == 0
+    assert batch.schema.equals(schema)  # what Spark checks before taking the batch
+    rows = batch.to_pylist()
+    assert [r["offset"] for r in rows] == [7, 9, 10]
+    assert [r["partition"] for r in rows] == [3, 3, 3]
+    assert [r["topic"] for r in rows] == ["t", "t", "t"]
+    assert [r["key"] for r in rows] == [b"k", None, None]
+    assert [r["value"] for r in rows] == [b"v", None, b"x"]
+    # Kafka timestamp types as Spark reports them: 0 create time, 1 log append, -1 none
+    assert [r["timestampType"] for r in rows] == [0, 1, -1]
+    assert rows[0]["timestamp"] == datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=UTC)
+    assert rows[2]["timestamp"] is None
+    if headers:
+        assert rows[0]["headers"] == [{"key": "a", "value": b"1"}, {"key": "b", "value": None}]
+        assert rows[1]["headers"] is None  # no headers: null, as in Spark's source
+        assert rows[2]["headers"] is None
+    else:
+        assert "headers" not in batch.schema.names
+
+
+def test_fetch_conf_keeps_reader_invariants() -> None:
+    conf = fetch_conf(
+        {"bootstrap.servers": "h:1", "enable.auto.commit": True, "fetch.wait.max.ms": 7}
+    )
+    assert conf["enable.auto.commit"] is False  # a range reader never commits
+    assert conf["enable.partition.eof"] is True
+    assert conf["fetch.wait.max.ms"] == 7  # tuning the user may override
+    assert conf["group.id"].startswith("lagless-spark-reader-")
