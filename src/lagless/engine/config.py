@@ -69,7 +69,9 @@ class EngineConfig(BaseModel):
     shutdown_budget_s: float = Field(30.0, ge=0, description="wait for in-flight work at stop")
     stall_seconds: float = Field(60.0, gt=0, description="log records unfinished this long")
     count: int | None = Field(None, ge=1, description="stop after this many records finished")
-    until_idle_s: float | None = Field(None, gt=0, description="stop after this long idle")
+    until_idle_s: float | None = Field(
+        None, gt=0, description="stop after this long idle, counted from the first assignment"
+    )
     poll_batch: int = Field(500, ge=1, le=100_000)
     fetch_queue_backoff_ms: int = Field(5, ge=0)
     consumer_overrides: dict[str, str] = Field(default_factory=dict)

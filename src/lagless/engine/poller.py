@@ -159,8 +159,8 @@ class Engine:
             return False
         if self._in_flight or any(s.tracker.pending or s.busy for s in self._states.values()):
             return False
-        if not self._rebalances:  # joining the group is not idleness: allow a session for it
-            idle_s += self.config.session_timeout_ms / 1000.0
+        if not self._rebalances:  # idleness counts from joining the group (first assignment)
+            return False
         return time.monotonic() - self._last_activity >= idle_s
 
     @property
@@ -557,6 +557,8 @@ class Engine:
         started = time.monotonic()
         self.metrics.rebalances.labels("revoke").inc()
         states = self._release([(tp.topic, tp.partition) for tp in partitions])
+        if states:
+            log.info("revoked %s", ", ".join(f"{s.tp[0]}[{s.tp[1]}]" for s in states))
         if not self._closing:
             deadline = started + self.config.revoke_budget_s
             while any(s.busy for s in states) and time.monotonic() < deadline:

@@ -1,0 +1,170 @@
+"""Shared by the engine's integration tests: producing jobs, ledgers of processed ids,
+engine configs with test timings, and ``lagless consume`` subprocesses."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lagless.engine import EngineConfig, Record
+from lagless.produce.producer import run_load
+from lagless.produce.workloads import ID_HEADER, OutRecord, Workload, WorkloadSpec, generate
+
+REPO = Path(__file__).resolve().parents[3]
+LAGLESS = str(Path(sys.executable).parent / "lagless")
+LEDGER_HANDLER = "tests.integration.engine_helpers.ledger:handle"
+
+# Tansu holds a JoinGroup for session.timeout.ms / 2: keep sessions short in tests.
+GROUP_TIMINGS: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1500}
+GROUP_FLAGS = ["--session-timeout-ms", "6000", "--heartbeat-ms", "1500"]
+
+
+def engine_config(topic: str, group: str, **values: Any) -> EngineConfig:
+    """An engine config with test timings; ``values`` override."""
+    base: dict[str, Any] = {
+        "topics": (topic,),
+        "group": group,
+        "on_failure": "skip",
+        "until_idle_s": 1.5,
+        **GROUP_TIMINGS,
+    }
+    base.update(values)
+    if "dlq_topic" in values:
+        base.pop("on_failure")
+    return EngineConfig.build(**base)
+
+
+def produce_jobs(
+    conf: Mapping[str, Any],
+    topic: str,
+    count: int,
+    sleep_ms: tuple[int, int] = (1, 5),
+    keys: int = 0,
+    prefix: str = "",
+) -> list[str]:
+    """Produce ``count`` jobs; their ids."""
+    spec = WorkloadSpec(Workload.JOBS, keys=keys, sleep_ms=sleep_ms, seed=11, id_prefix=prefix)
+    records = list(_take(generate(spec), count))
+    result = run_load(conf, topic, records, count=count)
+    assert result.produced == count, result
+    return [r.id for r in records]
+
+
+def produce_records(conf: Mapping[str, Any], topic: str, records: list[OutRecord]) -> None:
+    result = run_load(conf, topic, records, count=len(records))
+    assert result.produced == len(records), result
+
+
+def _take(it: Iterable[OutRecord], n: int) -> Iterable[OutRecord]:
+    for i, record in enumerate(it):
+        if i >= n:
+            return
+        yield record
+
+
+def record_id(record: Record) -> str:
+    raw = record.header(ID_HEADER)
+    assert raw is not None, f"{record.coordinates} has no {ID_HEADER} header"
+    return raw.decode()
+
+
+@dataclass
+class Execution:
+    id: str
+    partition: int
+    offset: int
+    key: bytes | None
+    started: float
+    ended: float
+
+
+@dataclass
+class Ledger:
+    """A thread-safe list of handler executions (in-process tests)."""
+
+    executions: list[Execution] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, record: Record, started: float) -> None:
+        execution = Execution(
+            record_id(record),
+            record.partition,
+            record.offset,
+            record.key,
+            started,
+            time.monotonic(),
+        )
+        with self._lock:
+            self.executions.append(execution)
+
+    @property
+    def ids(self) -> Counter[str]:
+        return Counter(e.id for e in self.executions)
+
+
+def read_ledgers(paths: Iterable[Path]) -> Counter[str]:
+    """Ids in ledger files written by subprocess handlers (one id a line)."""
+    counts: Counter[str] = Counter()
+    for path in paths:
+        if path.exists():
+            counts.update(line for line in path.read_text().splitlines() if line)
+    return counts
+
+
+def assert_exactly_once(ledger: Counter[str], ids: list[str]) -> None:
+    missing = set(ids) - set(ledger)
+    extra = set(ledger) - set(ids)
+    dupes = {i: n for i, n in ledger.items() if n > 1}
+    assert not missing and not extra and not dupes, (
+        f"missing {len(missing)} {sorted(missing)[:5]}, unexpected {sorted(extra)[:5]}, "
+        f"duplicated {len(dupes)} {sorted(dupes)[:5]}"
+    )
+
+
+def consume_cmd(bootstrap: str, topic: str, group: str, *args: str) -> list[str]:
+    """``lagless -v consume`` (INFO logs on stderr: assignments, for failure messages)."""
+    return [LAGLESS, "-v", "--bootstrap", bootstrap, "consume", "--topic", topic, "--group", group,
+            *GROUP_FLAGS, *args]  # fmt: skip
+
+
+def spawn(cmd: list[str], ledger: Path, **env: str) -> subprocess.Popen[str]:
+    """Start a ``lagless consume`` whose ledger handler writes to ``ledger``."""
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), "LAGLESS_LEDGER": str(ledger), **env}
+    full_env.pop("LAGLESS_BOOTSTRAP", None)
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env
+    )
+
+
+def wait_for_lines(path: Path, n: int, timeout: float) -> int:
+    """Wait until ``path`` has at least ``n`` lines; how many it has."""
+    deadline = time.monotonic() + timeout
+    lines = 0
+    while time.monotonic() < deadline:
+        lines = len(path.read_text().splitlines()) if path.exists() else 0
+        if lines >= n:
+            break
+        time.sleep(0.05)
+    return lines
+
+
+def finish(proc: subprocess.Popen[str], timeout: float) -> tuple[int, str, str]:
+    """Wait for ``proc`` (killing it past ``timeout``): (returncode, stdout, stderr)."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(
+            f"consumer did not finish in {timeout} s; stderr: {err[-2000:]}"
+        ) from None
+    return proc.returncode, out, err

@@ -1,0 +1,116 @@
+"""Failures: a poison record is retried, then dead-lettered with its headers; undecodable
+records go straight to the DLQ; later records are processed; with on_failure=stop the commit
+stops at the failed record."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from lagless.engine import Record, load_handler, run_engine
+from lagless.engine.dlq import (
+    H_ATTEMPTS,
+    H_ERROR,
+    H_ERROR_CLASS,
+    H_OFFSET,
+    H_PARTITION,
+    H_TIMESTAMP,
+    H_TOPIC,
+)
+from lagless.errors import RecordError
+from lagless.kafka.admin import committed_offsets
+from lagless.kafka.reader import read_all
+from lagless.kafka.records import header
+from lagless.produce.workloads import ID_HEADER, OutRecord
+from tests.conftest import Cluster
+from tests.integration.engine_helpers import (
+    Ledger,
+    assert_exactly_once,
+    engine_config,
+    produce_records,
+    record_id,
+)
+
+pytestmark = pytest.mark.integration
+
+SLEEP = load_handler("sleep")
+
+
+def job(i: int, value: bytes | None = None) -> OutRecord:
+    rid = f"j{i}"
+    body = value if value is not None else b'{"id": "%s", "sleep_ms": 1}' % rid.encode()
+    return OutRecord(rid, body, None, [(ID_HEADER, rid.encode())])
+
+
+def test_poison_is_retried_then_dead_lettered_with_its_headers(
+    cluster: Cluster, make_topic: Callable[..., str], group: str
+) -> None:
+    topic = make_topic(partitions=2)
+    dlq = make_topic(partitions=1)
+    records = [job(i) for i in range(60)]
+    records[10] = job(10, b"{not json")  # cannot be decoded: straight to the DLQ
+    produce_records(cluster.conf, topic, records)
+    ledger = Ledger()
+    attempts: list[float] = []
+
+    def handle(record: Record) -> None:
+        started = time.monotonic()
+        if record_id(record) == "j7":
+            attempts.append(started)
+            raise RuntimeError("poison j7")
+        SLEEP(record)
+        ledger.add(record, started)
+
+    config = engine_config(topic, group, dlq_topic=dlq, retries=2, retry_backoff_s=0.05)
+    summary = run_engine(cluster.conf, config, handle)
+
+    good = [r.id for r in records if r.id not in ("j7", "j10")]
+    assert_exactly_once(ledger.ids, good)
+    assert (summary.processed, summary.ok, summary.dlq) == (60, 58, 2)
+    assert len(attempts) == 3
+    assert attempts[2] - attempts[1] >= attempts[1] - attempts[0] >= 0.04, "backoff grows"
+
+    letters = {header(m, ID_HEADER): m for m in read_all(cluster.conf, dlq)}
+    assert set(letters) == {b"j7", b"j10"}
+    poison = letters[b"j7"]
+    originals = {r.id: r for r in records}
+    assert poison.value() == originals["j7"].value
+    assert header(poison, H_ERROR_CLASS) == b"RuntimeError"
+    assert header(poison, H_ERROR) == b"poison j7"
+    assert header(poison, H_ATTEMPTS) == b"3"
+    assert header(poison, H_TOPIC) == topic.encode()
+    partition = int(header(poison, H_PARTITION) or b"-1")
+    offset = int(header(poison, H_OFFSET) or b"-1")
+    source = [
+        m
+        for m in read_all(cluster.conf, topic)
+        if (m.partition(), m.offset()) == (partition, offset)
+    ]
+    assert len(source) == 1 and header(source[0], ID_HEADER) == b"j7"
+    assert header(poison, H_TIMESTAMP) == str(source[0].timestamp()[1]).encode()
+    undecodable = letters[b"j10"]
+    assert header(undecodable, H_ERROR_CLASS) == b"DecodeError"
+    assert header(undecodable, H_ATTEMPTS) == b"1", "a DecodeError is never retried"
+
+
+def test_stop_policy_raises_and_commits_below_the_failed_record(
+    cluster: Cluster, make_topic: Callable[..., str], group: str
+) -> None:
+    topic = make_topic(partitions=1)
+    records = [job(i) for i in range(30)]
+    produce_records(cluster.conf, topic, records)
+    ledger = Ledger()
+
+    def handle(record: Record) -> None:
+        if record_id(record) == "j12":
+            raise ValueError("bad j12")
+        ledger.add(record, time.monotonic())
+
+    config = engine_config(topic, group, on_failure="stop", retries=1, retry_backoff_s=0.01)
+    with pytest.raises(RecordError, match="bad j12") as info:
+        run_engine(cluster.conf, config, handle)
+    assert info.value.coordinates.offset == 12
+    assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): 12}
+    assert {f"j{i}" for i in range(12)} <= set(ledger.ids)
