@@ -67,7 +67,7 @@ def run(
     json_out: Annotated[bool, typer.Option("--json", help="print one JSON summary")] = False,
 ) -> None:
     """Run the events pipeline: valid events to Parquet (exactly once), invalid to the DLQ."""
-    from lagless.spark.pipeline import PipelineConfig, run_pipeline
+    from lagless.spark.pipeline import PipelineConfig, prepare_topics, run_pipeline
     from lagless.spark.progress import BatchReport
     from lagless.spark.session import build_session
 
@@ -93,6 +93,7 @@ def run(
     }
     PipelineConfig.build(**values)  # bad input fails before connecting or starting Spark
     config = PipelineConfig.build(**{**values, "kafka": kafka_conf(ctx)})
+    prepare_topics(config)  # a missing topic fails before Spark starts
     metrics = Metrics()
     if metrics_port is not None:
         try:
@@ -132,9 +133,12 @@ def run(
         f"{summary.seconds:.1f} s ({summary.records_per_s:,.0f} records/s): "
         f"{summary.valid_rows:,} valid, {summary.dlq_rows:,} to DLQ topic {summary.dlq_topic}",
         highlight=False,
+        soft_wrap=True,
     )
-    out_console.print(f"events:     {summary.events_path}", highlight=False)
+    lines = [f"events:     {summary.events_path}"]
     if summary.aggregates_path is not None:
-        out_console.print(f"aggregates: {summary.aggregates_path}", highlight=False)
+        lines.append(f"aggregates: {summary.aggregates_path}")
     if summary.group is not None:
-        out_console.print(f"offsets committed to group {summary.group}", highlight=False)
+        lines.append(f"offsets committed to group {summary.group}")
+    for line in lines:
+        out_console.print(line, highlight=False, soft_wrap=True)

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 BATCH_ROWS = 20_000
 CONSUME_BATCH = 5_000
+CONSUME_TIMEOUT_S = 0.1
 
 FATAL_CODES = frozenset(
     {
@@ -161,10 +162,10 @@ def read_range(
     deadline = time.monotonic() + poll_timeout_ms / 1000
     try:
         while position < rng.end:
-            # Ask for no more than the range still holds (+1 for the EOF event): consume()
-            # waits for that many messages or the timeout.
-            wanted = min(CONSUME_BATCH, rng.end - position + 1)
-            messages = consumer.consume(wanted, timeout=0.5)
+            # consume() waits for that many messages or the timeout: ask for no more than the
+            # range still holds. With gaps fewer come; the EOF event then ends the range.
+            wanted = min(CONSUME_BATCH, rng.end - position)
+            messages = consumer.consume(wanted, timeout=CONSUME_TIMEOUT_S)
             if not messages:
                 if time.monotonic() > deadline:
                     raise ClusterError(

@@ -319,8 +319,11 @@ class EventsWriter:
             df.unpersist()
         log.info(
             "batch %d: read+count %.2f s, parquet %.2f s, dlq %.2f s",
-            batch_id, t1 - t0, t2 - t1, t3 - t2,
-        )  # fmt: skip
+            batch_id,
+            t1 - t0,
+            t2 - t1,
+            t3 - t2,
+        )
         self.tracker.batch_written(BatchCounts(batch_id, tuple(counts)))
 
     @staticmethod

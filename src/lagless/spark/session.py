@@ -5,7 +5,8 @@
 - Spark binds to 127.0.0.1 (``SPARK_LOCAL_IP``): the host name may resolve to an address
   Spark should not use.
 - Few shuffle partitions (the windowed aggregates' state lives in that many stores; the
-  value is fixed in a query's checkpoint), no UI, no console progress bar, UTC session time.
+  value is fixed in a query's checkpoint), no UI, no console progress bar, UTC session time,
+  Parquet timestamps as UTC microseconds.
 - Spark's own log goes to stderr at WARN (or the level given) through a small log4j2 file.
 """
 
@@ -34,6 +35,8 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = {level}
 logger.jetty.name = org.sparkproject.jetty
 logger.jetty.level = error
 logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
@@ -47,6 +50,12 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.session.timeZone": "UTC",
+    # Parquet timestamps as int64 microseconds, UTC-adjusted: what pyarrow, DuckDB and pandas
+    # read as timezone-aware UTC (Spark's default INT96 reads back as naive nanoseconds).
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # Batches are small and the aggregates query is stateful (AQE would be turned off for it
+    # with a warning anyway).
+    "spark.sql.adaptive.enabled": "false",
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.sql.streaming.noDataMicroBatches.enabled": "true",

@@ -1,0 +1,85 @@
+"""Shared by the Spark tests: one local SparkSession, event production, output readers.
+
+Test modules import the ``spark`` fixture from here (``from tests.integration.spark_helpers
+import spark``): ``getOrCreate`` hands every module the same session, started once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+import pytest
+from pyspark.sql import SparkSession
+
+from lagless.kafka.reader import read_all
+from lagless.kafka.records import header
+from lagless.produce.producer import run_load
+from lagless.produce.workloads import ID_HEADER, OutRecord, Workload, WorkloadSpec, generate
+from lagless.spark.session import build_session
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    session = build_session("local[2]", app_name="lagless-tests")
+    yield session
+    session.stop()
+
+
+@dataclass(frozen=True)
+class Produced:
+    """What a test produced: valid ids and malformed id -> kind."""
+
+    valid: frozenset[str]
+    malformed: Mapping[str, str]
+
+    @property
+    def total(self) -> int:
+        return len(self.valid) + len(self.malformed)
+
+
+def produce_events(
+    conf: Mapping[str, Any],
+    topic: str,
+    count: int,
+    bad_fraction: float = 0.05,
+    seed: int = 7,
+    prefix: str = "e",
+) -> Produced:
+    spec = WorkloadSpec(Workload.EVENTS, bad_fraction=bad_fraction, seed=seed, id_prefix=prefix)
+    records: list[OutRecord] = []
+    for record in generate(spec):
+        if len(records) == count:
+            break
+        records.append(record)
+    result = run_load(conf, topic, iter(records), count=count)
+    assert result.produced == count and result.failed == 0
+    return Produced(
+        valid=frozenset(r.id for r in records if r.malformed is None),
+        malformed={r.id: r.malformed.value for r in records if r.malformed is not None},
+    )
+
+
+def parquet_ids(path: Path, column: str = "order_id") -> Counter[str]:
+    """Ids as a plain Parquet reader (pyarrow) sees them: every file in the folder."""
+    if not path.exists():
+        return Counter()
+    table = ds.dataset(str(path), format="parquet", partitioning="hive").to_table(columns=[column])
+    return Counter(table.column(column).to_pylist())
+
+
+def dead_letters(conf: Mapping[str, Any], topic: str) -> list[dict[str, str]]:
+    """The DLQ records' lagless headers, one dict per record."""
+    out = []
+    for msg in read_all(conf, topic):
+        names = [k for k, _ in msg.headers() or [] if k.startswith("lagless-")]
+        out.append({k: (header(msg, k) or b"").decode() for k in names})
+    return out
+
+
+def dlq_ids(conf: Mapping[str, Any], topic: str) -> Counter[str]:
+    return Counter(d[ID_HEADER] for d in dead_letters(conf, topic))

@@ -1,0 +1,188 @@
+"""The lagless-kafka source and sink in a real local SparkSession against the real broker."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from pyspark.sql import DataFrame, SparkSession
+
+from lagless.errors import LaglessError
+from lagless.kafka.offsets import OffsetProbe
+from lagless.kafka.reader import read_all
+from lagless.kafka.records import header
+from lagless.produce.workloads import ID_HEADER
+from lagless.spark.fetch import read_range
+from lagless.spark.offsets import OffsetRange, data_loss_handler
+from lagless.spark.pipeline import require_jvm_kafka
+from lagless.spark.schema import arrow_schema, kafka_schema
+from lagless.spark.sink import BATCH_ID_HEADER
+from tests.conftest import Cluster
+from tests.integration.spark_helpers import produce_events, spark
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+__all__ = ["spark"]
+
+
+def source(spark: SparkSession, cluster: Cluster, topic: str, **options: Any) -> DataFrame:
+    reader = (
+        spark.readStream.format("lagless-kafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap)
+        .option("subscribe", topic)
+    )
+    for key, value in options.items():
+        reader = reader.option(key, str(value))
+    return reader.load()
+
+
+def run_available_now(df: DataFrame, checkpoint: Path) -> list[list[tuple[int, int, str]]]:
+    """Run to the end; each batch's (partition, offset, id) rows."""
+    batches: dict[int, list[tuple[int, int, str]]] = {}
+
+    def collect(batch: DataFrame, batch_id: int) -> None:
+        rows = batch.selectExpr(
+            "partition",
+            "offset",
+            f"cast(filter(headers, h -> h.key = '{ID_HEADER}')[0].value as string) as id",
+        ).collect()
+        batches[batch_id] = [(r.partition, r.offset, r.id) for r in rows]
+
+    query = (
+        df.writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(240)
+    assert not query.isActive and query.exception() is None
+    return [batches[k] for k in sorted(batches)]
+
+
+def test_read_range_stops_at_a_gap_at_the_end(cluster: Cluster, make_topic: Callable[..., str]):
+    """A transaction's commit marker takes the last offset; no consumer ever sees it."""
+    topic = make_topic(partitions=1)
+    producer = Producer({**cluster.conf, "transactional.id": f"tx-{uuid.uuid4().hex[:8]}"})
+    producer.init_transactions(15)
+    producer.begin_transaction()
+    for i in range(20):
+        producer.produce(topic, f"v{i}".encode(), partition=0, headers=[("h", b"x")])
+    producer.commit_transaction(15)
+    with OffsetProbe(cluster.conf) as probe:
+        end = probe.end_offsets([(topic, 0)])[(topic, 0)]
+    assert end == 21  # 20 records + the marker
+    schema = arrow_schema(kafka_schema(include_headers=True))
+    rng = OffsetRange(topic, 0, 0, end)
+    batches = list(read_range(cluster.conf, rng, schema, data_loss_handler(True), 20_000))
+    assert all(b.schema.equals(schema) for b in batches)
+    offsets = [o for b in batches for o in b.column("offset").to_pylist()]
+    assert offsets == list(range(20))
+    # a range ending inside the data stops there, without waiting
+    part = list(
+        read_range(cluster.conf, OffsetRange(topic, 0, 5, 9), schema, data_loss_handler(True))
+    )
+    assert [o for b in part for o in b.column("offset").to_pylist()] == [5, 6, 7, 8]
+
+
+def test_max_offsets_per_trigger_splits_the_backlog(
+    spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=3)
+    produced = produce_events(cluster.conf, topic, 1000, bad_fraction=0.0)
+    df = source(
+        spark,
+        cluster,
+        topic,
+        startingOffsets="earliest",
+        maxOffsetsPerTrigger=300,
+        includeHeaders="true",
+    )
+    batches = run_available_now(df, tmp_path / "ck")
+    assert [len(b) for b in batches] == [300, 300, 300, 100]
+    assert len(batches) == math.ceil(1000 / 300)
+    rows = [r for b in batches for r in b]
+    assert len({(p, o) for p, o, _ in rows}) == 1000
+    assert {i for _, _, i in rows} == produced.valid
+    # each batch takes from every partition in proportion to its backlog
+    first = Counter(p for p, _, _ in batches[0])
+    assert set(first) == {0, 1, 2} and min(first.values()) >= 60
+
+
+def test_starting_offsets_latest_reads_only_new_records(
+    spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=2)
+    produce_events(cluster.conf, topic, 50, bad_fraction=0.0, prefix="old")
+    checkpoint = tmp_path / "ck"
+    df = source(spark, cluster, topic, startingOffsets="latest", includeHeaders="true")
+    # as with Spark's own source, the first batch may run, empty, to record the start
+    assert [r for b in run_available_now(df, checkpoint) for r in b] == []
+    new = produce_events(cluster.conf, topic, 30, bad_fraction=0.0, prefix="new")
+    df = source(spark, cluster, topic, startingOffsets="latest", includeHeaders="true")
+    rows = [r for b in run_available_now(df, checkpoint) for r in b]
+    assert sorted(i for _, _, i in rows) == sorted(new.valid)
+
+
+def test_batch_read_with_min_partitions(
+    spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    topic = make_topic(partitions=2)
+    produced = produce_events(cluster.conf, topic, 400, bad_fraction=0.0)
+    df = (
+        spark.read.format("lagless-kafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap)
+        .option("subscribe", topic)
+        .option("minPartitions", "6")
+        .option("includeHeaders", "true")
+        .load()
+    )
+    assert df.rdd.getNumPartitions() >= 6
+    assert df.schema == kafka_schema(include_headers=True)
+    rows = df.selectExpr("partition", "offset", "cast(headers[0].value as string) as id").collect()
+    assert len(rows) == 400
+    assert {r.id for r in rows} == produced.valid
+    assert len({(r.partition, r.offset) for r in rows}) == 400
+
+
+def test_sink_writes_every_row_tagged_with_its_batch(
+    spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic, out = make_topic(partitions=2), make_topic(partitions=2)
+    produced = produce_events(cluster.conf, topic, 300, bad_fraction=0.0)
+    df = source(
+        spark,
+        cluster,
+        topic,
+        startingOffsets="earliest",
+        maxOffsetsPerTrigger=200,
+        includeHeaders="true",
+    )
+    query = (
+        df.select("key", "value", "headers")
+        .writeStream.format("lagless-kafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap)
+        .option("topic", out)
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(240)
+    assert query.exception() is None
+    batch_of: dict[str, str] = {}
+    for msg in read_all(cluster.conf, out):
+        rid = (header(msg, ID_HEADER) or b"").decode()
+        assert rid not in batch_of
+        batch_of[rid] = (header(msg, BATCH_ID_HEADER) or b"").decode()
+    assert set(batch_of) == produced.valid
+    assert Counter(batch_of.values()) == {"0": 200, "1": 100}
+
+
+def test_jvm_kafka_source_missing_is_one_clear_error(spark: SparkSession) -> None:
+    with pytest.raises(LaglessError, match="--source jvm needs Spark's Kafka connector") as info:
+        require_jvm_kafka(spark)
+    assert "\n" not in str(info.value)

@@ -1,0 +1,147 @@
+"""The pipeline's bookkeeping: triggers, config, progress -> group offsets and metrics."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lagless.errors import ConfigError
+from lagless.observe.metrics import Metrics
+from lagless.spark.pipeline import PipelineConfig, Trigger, jvm_kafka_options, short_error
+from lagless.spark.progress import BatchCounts, BatchReport, PartitionCount, ProgressTracker
+
+
+@dataclass
+class Source:
+    endOffset: str  # noqa: N815 (Spark's names)
+    latestOffset: str  # noqa: N815
+
+
+@dataclass
+class Progress:
+    """The fields of a StreamingQueryProgress the tracker reads."""
+
+    name: str
+    batchId: int  # noqa: N815
+    sources: list[Source] = field(default_factory=list)
+    batchDuration: int = 1000  # noqa: N815
+    processedRowsPerSecond: float = 100.0  # noqa: N815
+
+
+def progress(name: str, batch: int, end: dict[str, int], latest: dict[str, int]) -> Progress:
+    return Progress(name, batch, [Source(json.dumps({"t": end}), json.dumps({"t": latest}))])
+
+
+def test_trigger_parsing() -> None:
+    assert Trigger.parse("available-now") == Trigger(available_now=True)
+    assert Trigger.parse("processing-time=5s").interval_s == 5
+    assert Trigger.parse("processing-time=500ms").interval_s == 0.5
+    assert Trigger.parse("processing-time=2m").interval_s == 120
+    for bad in ("sometimes", "processing-time=", "processing-time=-1s", "processing-time=0s"):
+        with pytest.raises(ConfigError, match="--trigger"):
+            Trigger.parse(bad)
+
+
+def test_config_validation_is_one_line() -> None:
+    base: dict[str, Any] = {
+        "topic": "t",
+        "output": Path("o"),
+        "checkpoint": Path("c"),
+        "kafka": {"bootstrap.servers": "h:1"},
+    }
+    config = PipelineConfig.build(**base)
+    assert config.dlq_name == "t-dlq"
+    assert config.events_path == Path("o/events")
+    for bad, match in [
+        ({"master": "yarn"}, "--master"),
+        ({"trigger": "x"}, "--trigger"),
+        ({"max_offsets_per_trigger": 0}, "max-offsets-per-trigger"),
+        ({"dlq_topic": "t"}, "must differ"),
+        ({"kafka": {}}, "bootstrap"),
+    ]:
+        with pytest.raises(ConfigError, match=match) as info:
+            PipelineConfig.build(**{**base, **bad})
+        assert "\n" not in str(info.value)
+
+
+def test_group_gets_the_minimum_over_queries_and_never_moves_back() -> None:
+    metrics = Metrics()
+    tracker = ProgressTracker(metrics, ["ev", "agg"], main_query="ev", kafka={}, group=None)
+    tracker.progress(progress("ev", 0, {"0": 10, "1": 5}, {"0": 30, "1": 5}))
+    assert tracker.committed() == {}  # the aggregates query has not reported yet
+    tracker.progress(progress("agg", 0, {"0": 8, "1": 5}, {"0": 30, "1": 5}))
+    assert tracker.committed() == {("t", 0): 8, ("t", 1): 5}
+    tracker.progress(progress("agg", 1, {"0": 30, "1": 5}, {"0": 30, "1": 5}))
+    assert tracker.committed() == {("t", 0): 10, ("t", 1): 5}
+    tracker.progress(progress("ev", 0, {"0": 4, "1": 5}, {"0": 30, "1": 5}))  # a late event
+    assert tracker.committed() == {("t", 0): 10, ("t", 1): 5}
+    lag = {
+        s.labels["partition"]: s.value
+        for m in metrics.registry.collect()
+        for s in m.samples
+        if s.name == "lagless_lag_records"
+    }
+    assert lag == {"0": 20, "1": 0}
+
+
+def test_batches_are_counted_and_reported_once() -> None:
+    metrics, reports = Metrics(), []
+    tracker = ProgressTracker(
+        metrics, ["ev"], main_query="ev", kafka={}, dlq_topic="d", on_batch=reports.append
+    )
+    counts = (PartitionCount("t", 0, "ok", 90, None), PartitionCount("t", 0, "dlq", 10, 1.0))
+    tracker.batch_written(BatchCounts(0, counts))
+    tracker.progress(progress("ev", 0, {"0": 100}, {"0": 150}))
+    tracker.progress(progress("ev", 0, {"0": 100}, {"0": 150}))  # the final sync repeats it
+    assert reports == [BatchReport(0, 100, 90, 10, 1000, 100.0, 50)]
+    assert "batch 0: 100 rows (90 valid, 10 to DLQ)" in reports[0].line()
+    totals = tracker.totals()
+    assert (totals.batches, totals.input_rows, totals.valid_rows, totals.dlq_rows) == (
+        1,
+        100,
+        90,
+        10,
+    )
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for m in metrics.registry.collect()
+        for s in m.samples
+    }
+    assert samples[("lagless_batches_total", ())] == 1
+    assert samples[("lagless_dlq_records_total", (("topic", "d"),))] == 10
+    key = (
+        "lagless_records_processed_total",
+        (("outcome", "ok"), ("partition", "0"), ("topic", "t")),
+    )
+    assert samples[key] == 90
+
+
+def test_short_error_takes_the_lagless_message_from_a_jvm_trace() -> None:
+    trace = (
+        'org.apache.spark.SparkException: Job aborted.\n  File "x.py", line 3\n'
+        "lagless.spark.offsets.DataLossError: t[0] records [3, 6) were deleted before read; "
+        "set failOnDataLoss=false\n\tat org.apache..."
+    )
+    assert short_error(Exception(trace)).startswith("t[0] records [3, 6) were deleted")
+    assert short_error(Exception("\n  boom  \nmore")) == "boom"
+
+
+def test_jvm_kafka_options() -> None:
+    opts = jvm_kafka_options(
+        {
+            "bootstrap.servers": "h:1",
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "u",
+            "sasl.password": "p",
+            "ssl.ca.location": "/ca.pem",
+        }
+    )
+    assert opts["kafka.bootstrap.servers"] == "h:1"
+    assert opts["kafka.security.protocol"] == "SASL_SSL"
+    assert 'PlainLoginModule required username="u" password="p"' in opts["kafka.sasl.jaas.config"]
+    assert opts["kafka.ssl.truststore.location"] == "/ca.pem"
