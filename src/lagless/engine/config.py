@@ -74,6 +74,9 @@ class EngineConfig(BaseModel):
     )
     poll_batch: int = Field(500, ge=1, le=100_000)
     fetch_queue_backoff_ms: int = Field(5, ge=0)
+    fetch_wait_max_ms: int = Field(
+        50, ge=0, description="broker long-poll wait: bounds how long a resumed partition idles"
+    )
     consumer_overrides: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -118,6 +121,7 @@ class EngineConfig(BaseModel):
                 "heartbeat.interval.ms": self.heartbeat_interval_ms,
                 "max.poll.interval.ms": self.max_poll_interval_ms,
                 "fetch.queue.backoff.ms": self.fetch_queue_backoff_ms,
+                "fetch.wait.max.ms": self.fetch_wait_max_ms,
             }
         )
         if self.static_id:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Message
 
 from lagless.errors import RecordCoordinates
-from lagless.kafka.records import coordinates, timestamp_ms
+from lagless.kafka.records import timestamp_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,11 +32,16 @@ class Record:
 
     @classmethod
     def from_message(cls, msg: Message) -> Record:
-        where = coordinates(msg)
-        raw = msg.headers() or []
-        pairs = raw.items() if isinstance(raw, dict) else raw
-        headers = tuple((k, v.encode() if isinstance(v, str) else (v or b"")) for k, v in pairs)
+        """A copy of a consumed message (on the poll loop's hot path: kept lean)."""
+        topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+        if topic is None or partition is None or offset is None:
+            raise ValueError("message has no coordinates (not a consumed record)")
+        raw = msg.headers()
+        headers: tuple[tuple[str, bytes], ...] = ()
+        if raw:
+            pairs = raw.items() if isinstance(raw, dict) else raw
+            headers = tuple((k, v.encode() if isinstance(v, str) else (v or b"")) for k, v in pairs)
         return cls(
-            where.topic, where.partition, where.offset, msg.key(), msg.value(),
+            topic, partition, offset, msg.key(), msg.value(),
             timestamp_ms(msg), headers,
         )  # fmt: skip

@@ -1,0 +1,207 @@
+"""The jobs workload through the naive designs and the engine, side by side in one run.
+
+Prints one JSON object. Usage: python bench/seed000.py [--jobs N] [--partitions P]
+[--keys K] [--max-in-flight M]
+
+Every variant reads the same topic (jobs sleeping 10-30 ms, seed 0) with its own group:
+  sequential     one thread handles each polled record in turn (commit per record, async)
+  batch_barrier  poll 20, a thread per record, wait for all, commit (sync)
+  engine_*       lagless.engine in each ordering mode at --max-in-flight
+``seconds`` runs from the first handler start to the last handler end, so joining the group
+(~3 s on the embedded broker) counts for none of them. ``ideal_s`` = total sleep / in-flight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _broker import bench_cluster
+from lagless.engine import EngineConfig, Ordering, Record, load_handler, run_engine
+from lagless.kafka.admin import create_topic
+from lagless.kafka.clients import make_consumer
+from lagless.produce.producer import run_load
+from lagless.produce.workloads import Workload, WorkloadSpec, generate
+
+SLEEP = load_handler("sleep")
+GROUP_TIMINGS = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500}
+
+
+class Span:
+    """First handler start and last handler end, across threads."""
+
+    def __init__(self) -> None:
+        self.first: float | None = None
+        self.last = 0.0
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def wrap(self, handler: Callable[[Record], object]) -> Callable[[Record], None]:
+        def timed(record: Record) -> None:
+            started = time.perf_counter()
+            handler(record)
+            ended = time.perf_counter()
+            with self._lock:
+                if self.first is None or started < self.first:
+                    self.first = started
+                self.last = max(self.last, ended)
+                self.count += 1
+
+        return timed
+
+    @property
+    def seconds(self) -> float:
+        return round(self.last - (self.first or self.last), 3)
+
+
+def naive_consumer(conf: Mapping[str, Any], topic: str) -> Any:
+    consumer = make_consumer(
+        {
+            **conf,
+            **GROUP_TIMINGS,
+            "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "fetch.queue.backoff.ms": 5,
+        }
+    )
+    consumer.subscribe([topic])
+    return consumer
+
+
+def sequential(conf: Mapping[str, Any], topic: str, jobs: int) -> float:
+    span = Span()
+    handle = span.wrap(SLEEP)
+    consumer = naive_consumer(conf, topic)
+    try:
+        while span.count < jobs:
+            msg = consumer.poll(1.0)
+            if msg is None or msg.error() is not None:
+                continue
+            handle(Record.from_message(msg))
+            consumer.commit(message=msg, asynchronous=True)
+    finally:
+        consumer.close()
+    return span.seconds
+
+
+def batch_barrier(conf: Mapping[str, Any], topic: str, jobs: int, batch: int = 20) -> float:
+    span = Span()
+    handle = span.wrap(SLEEP)
+    consumer = naive_consumer(conf, topic)
+    try:
+        while span.count < jobs:
+            records = [
+                Record.from_message(m) for m in consumer.consume(batch, 1.0) if not m.error()
+            ]
+            if not records:
+                continue
+            threads = [threading.Thread(target=handle, args=(r,)) for r in records]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    return span.seconds
+
+
+def engine(
+    conf: Mapping[str, Any], topic: str, jobs: int, ordering: Ordering, in_flight: int
+) -> tuple[float, dict[str, Any]]:
+    span = Span()
+    config = EngineConfig.build(
+        topics=(topic,),
+        group=f"bench-{uuid.uuid4().hex[:8]}",
+        ordering=ordering,
+        max_in_flight=in_flight,
+        count=jobs,
+        on_failure="stop",
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1500,
+    )
+    summary = run_engine(conf, config, span.wrap(SLEEP))
+    return span.seconds, {
+        "processed": summary.processed,
+        "max_in_flight_seen": summary.max_in_flight_seen,
+        "pauses": summary.pauses,
+        "commits": summary.commits,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=3600)
+    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--keys", type=int, default=100)
+    parser.add_argument("--max-in-flight", type=int, default=200)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+
+    spec = WorkloadSpec(Workload.JOBS, keys=args.keys, sleep_ms=(10, 30), seed=0)
+    records = []
+    for record in generate(spec):
+        if len(records) >= args.jobs:
+            break
+        records.append(record)
+    total_sleep = sum(json.loads(r.value)["sleep_ms"] for r in records) / 1000.0
+
+    with bench_cluster() as (bootstrap, embedded):
+        conf = {"bootstrap.servers": bootstrap}
+        topic = f"seed000-{uuid.uuid4().hex[:8]}"
+        create_topic(conf, topic, args.partitions)
+        produced = run_load(conf, topic, records, count=len(records)).produced
+        assert produced == args.jobs, produced
+        seconds: dict[str, float] = {
+            "sequential": sequential(conf, topic, args.jobs),
+            "batch_barrier": batch_barrier(conf, topic, args.jobs),
+        }
+        details: dict[str, Any] = {}
+        for ordering in Ordering:
+            name = f"engine_{ordering.value}"
+            seconds[name], details[name] = engine(
+                conf, topic, args.jobs, ordering, args.max_in_flight
+            )
+
+    ideal = total_sleep / args.max_in_flight
+    print(
+        json.dumps(
+            {
+                "jobs": args.jobs,
+                "sleep_ms": [10, 30],
+                "partitions": args.partitions,
+                "keys": args.keys,
+                "max_in_flight": args.max_in_flight,
+                "embedded_broker": embedded,
+                "total_sleep_s": round(total_sleep, 3),
+                "ideal_s": round(ideal, 3),
+                "seconds": seconds,
+                "speedup_vs_sequential": {
+                    k: round(seconds["sequential"] / v, 2) for k, v in seconds.items() if v
+                },
+                "speedup_vs_batch_barrier": {
+                    k: round(seconds["batch_barrier"] / v, 2) for k, v in seconds.items() if v
+                },
+                "engine_over_ideal": {
+                    k: round(v / ideal, 2) for k, v in seconds.items() if k.startswith("engine")
+                },
+                "engine": details,
+            },
+            sort_keys=True,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
