@@ -11,10 +11,12 @@ at the first record at or past ``end``, or when the broker reports the partition
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 import uuid
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -174,23 +176,55 @@ def read_range(
                     )
                 continue
             deadline = time.monotonic() + poll_timeout_ms / 1000
-            for msg in messages:
-                offset: int = msg.offset()  # type: ignore[assignment]
-                if msg.error() is not None:
-                    position = _on_error(consumer, msg, rng, position, report)
-                elif offset >= rng.end:
-                    position = rng.end
-                else:
-                    builder.add(msg, offset)
-                    position = offset + 1
-                if position >= rng.end:
-                    break
+            with gc_paused():
+                position = _take(messages, builder, consumer, rng, position, report)
             if len(builder) >= batch_rows:
                 yield builder.flush()
         if len(builder):
             yield builder.flush()
     finally:
         consumer.close()
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a batch of messages is taken apart.
+
+    Each message's headers come as fresh lists of tuples; with thousands of messages alive at
+    once, collections run over and over: reading with headers went from ~110k to ~400k
+    records/s on the measuring machine. Nothing taken apart here forms a reference cycle.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _take(
+    messages: list[Message],
+    builder: BatchBuilder,
+    consumer: Any,
+    rng: OffsetRange,
+    position: int,
+    report: DataLossReporter,
+) -> int:
+    """Add the messages inside the range to ``builder``; the position after them."""
+    for msg in messages:
+        offset: int = msg.offset()  # type: ignore[assignment]
+        if msg.error() is not None:
+            position = _on_error(consumer, msg, rng, position, report)
+        elif offset >= rng.end:
+            position = rng.end
+        else:
+            builder.add(msg, offset)
+            position = offset + 1
+        if position >= rng.end:
+            break
+    return position
 
 
 def _on_error(

@@ -28,15 +28,13 @@ MASTER_RE = re.compile(
 )
 
 LOG4J2 = """\
-rootLogger.level = {level}
+rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = {level}
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 logger.jetty.name = org.sparkproject.jetty
 logger.jetty.level = error
 logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
@@ -80,11 +78,11 @@ def python_env() -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
-def log4j2_file(level: str) -> Path:
+def log4j2_file() -> Path:
     directory = Path(tempfile.gettempdir()) / "lagless-spark"
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"log4j2-{level.lower()}.properties"
-    text = LOG4J2.format(level=level.lower())
+    path = directory / "log4j2.properties"
+    text = LOG4J2
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
     return path
@@ -105,7 +103,7 @@ def build_session(
 ) -> SparkSession:
     """Start (or reuse) the process's SparkSession, with lagless's data sources registered."""
     python_env()
-    log_conf = log4j2_file(log_level)
+    log_conf = log4j2_file()
     java_opts = f"-Dlog4j2.configurationFile=file:{log_conf}"
     builder = SparkSession.builder.master(check_master(master)).appName(app_name)
     settings = {
@@ -120,5 +118,8 @@ def build_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if log_level.upper() != "WARN":
+        # Spark resets the root level of an interactive (PySpark) driver to WARN at start.
+        spark.sparkContext.setLogLevel(log_level.upper())
     register(spark)
     return spark

@@ -1,0 +1,173 @@
+"""The Spark events pipeline, Kafka -> Parquet, beside the same events from JSON files.
+
+Prints one JSON object. Usage:
+    python bench/spark_pipeline.py [--events N] [--partitions P] [--no-aggregates]
+        [--max-offsets-per-trigger M] [--master local[*]]
+
+Both runs go through ``run_pipeline`` in one SparkSession with the same transformation, the
+same outputs (Parquet by event date and batch, DLQ through the lagless-kafka sink, windowed
+aggregates unless ``--no-aggregates``) and the same trigger (available-now). Only the raw rows
+differ: the ``lagless-kafka`` source on a topic, or Spark's text source on JSON-lines files
+holding the same values (shaped into Kafka's columns). A small warm-up of both paths runs
+first so neither pays for JVM/JIT/Python-worker start-up. ``seconds`` runs from the start of
+the queries to their end. ``ratio`` = Kafka records/s / files records/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812
+
+from _broker import bench_cluster
+from lagless.kafka.admin import create_topic
+from lagless.produce.producer import run_load
+from lagless.produce.workloads import OutRecord, Workload, WorkloadSpec, generate
+from lagless.spark.pipeline import PipelineConfig, PipelineSummary, run_pipeline
+from lagless.spark.session import build_session
+
+
+def make_events(n: int, seed: int) -> list[OutRecord]:
+    spec = WorkloadSpec(Workload.EVENTS, bad_fraction=0.01, seed=seed, id_prefix=f"b{seed}-")
+    out: list[OutRecord] = []
+    for record in generate(spec):
+        if len(out) == n:
+            break
+        out.append(record)
+    return out
+
+
+def write_files(records: list[OutRecord], directory: Path, files: int) -> None:
+    directory.mkdir(parents=True)
+    handles = [(directory / f"part-{i}.json").open("wb") for i in range(files)]
+    for i, record in enumerate(records):
+        handles[i % files].write(record.value + b"\n")
+    for handle in handles:
+        handle.close()
+
+
+def files_stream(directory: Path, topic: str) -> Callable[[SparkSession], DataFrame]:
+    """Spark's text source, shaped like Kafka rows for the same transformation."""
+
+    def raw(spark: SparkSession) -> DataFrame:
+        return spark.readStream.text(str(directory)).select(
+            F.lit(None).cast("binary").alias("key"),
+            F.col("value").cast("binary").alias("value"),
+            F.lit(topic).alias("topic"),
+            F.lit(0).alias("partition"),
+            F.lit(-1).cast("long").alias("offset"),
+            F.current_timestamp().alias("timestamp"),
+            F.lit(0).alias("timestampType"),
+        )
+
+    return raw
+
+
+def run(
+    spark: SparkSession,
+    conf: dict[str, Any],
+    topic: str,
+    work: Path,
+    args: argparse.Namespace,
+    files: Path | None,
+) -> PipelineSummary:
+    name = "files" if files is not None else "kafka"
+    config = PipelineConfig.build(
+        topic=topic,
+        output=work / f"{name}-out",
+        checkpoint=work / f"{name}-ck",
+        kafka=conf,
+        master=args.master,
+        aggregates=args.aggregates,
+        max_offsets_per_trigger=args.max_offsets_per_trigger,
+        dlq_topic=f"{topic}-{name}-dlq",
+    )
+    raw = files_stream(files, topic) if files is not None else None
+    return run_pipeline(config, spark=spark, raw=raw)
+
+
+def prepare(
+    conf: dict[str, Any], work: Path, n: int, partitions: int, seed: int
+) -> tuple[str, Path, float]:
+    topic = f"bench-events-{uuid.uuid4().hex[:8]}"
+    create_topic(conf, topic, partitions)
+    records = make_events(n, seed)
+    produced = run_load(conf, topic, iter(records), count=n)
+    if produced.produced != n:
+        raise SystemExit(f"only {produced.produced} of {n} records were produced")
+    files = work / f"files-{topic}"
+    write_files(records, files, partitions)
+    return topic, files, produced.records_per_s
+
+
+def side(summary: PipelineSummary) -> dict[str, Any]:
+    return {
+        "seconds": round(summary.seconds, 2),
+        "records_per_s": round(summary.records_per_s, 1),
+        "batches": summary.batches,
+        "valid_rows": summary.valid_rows,
+        "dlq_rows": summary.dlq_rows,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=None)
+    parser.add_argument("--no-aggregates", dest="aggregates", action="store_false")
+    parser.add_argument("--warmup", type=int, default=5000)
+    args = parser.parse_args()
+
+    started = time.monotonic()
+    with (
+        bench_cluster() as (bootstrap, embedded),
+        tempfile.TemporaryDirectory(prefix="lagless-spark-bench-") as tmp,
+    ):
+        work = Path(tmp)
+        conf = {"bootstrap.servers": bootstrap}
+        spark = build_session(args.master, app_name="lagless-bench", log_level="ERROR")
+        try:
+            if args.warmup:
+                w_topic, w_files, _ = prepare(conf, work / "warmup", args.warmup, 2, seed=1)
+                run(spark, conf, w_topic, work / "warmup", args, None)
+                run(spark, conf, w_topic, work / "warmup", args, w_files)
+            topic, files, produce_rate = prepare(conf, work, args.events, args.partitions, 2)
+            kafka = run(spark, conf, topic, work, args, None)
+            from_files = run(spark, conf, topic, work, args, files)
+        finally:
+            spark.stop()
+    result = {
+        "benchmark": "spark_pipeline",
+        "events": args.events,
+        "partitions": args.partitions,
+        "master": args.master,
+        "cores": os.cpu_count(),
+        "aggregates": args.aggregates,
+        "max_offsets_per_trigger": args.max_offsets_per_trigger,
+        "embedded_broker": embedded,
+        "produce_records_per_s": produce_rate,
+        "kafka": side(kafka),
+        "files": side(from_files),
+        "ratio": round(kafka.records_per_s / from_files.records_per_s, 3),
+        "same_valid_rows": kafka.valid_rows == from_files.valid_rows,
+        "total_seconds": round(time.monotonic() - started, 1),
+    }
+    sys.stdout.write(json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    main()
