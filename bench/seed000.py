@@ -117,21 +117,25 @@ def batch_barrier(conf: Mapping[str, Any], topic: str, jobs: int, batch: int = 2
     return span.seconds
 
 
-def engine(
-    conf: Mapping[str, Any], topic: str, jobs: int, ordering: Ordering, in_flight: int
-) -> tuple[float, dict[str, Any]]:
-    span = Span()
-    config = EngineConfig.build(
+def bench_config(topic: str, ordering: Ordering, in_flight: int, count: int) -> EngineConfig:
+    """The engine as the benchmarks run it: a fresh group, stop after ``count`` records."""
+    return EngineConfig.build(
         topics=(topic,),
         group=f"bench-{uuid.uuid4().hex[:8]}",
         ordering=ordering,
         max_in_flight=in_flight,
-        count=jobs,
+        count=count,
         on_failure="stop",
         session_timeout_ms=6000,
         heartbeat_interval_ms=1500,
     )
-    summary = run_engine(conf, config, span.wrap(SLEEP))
+
+
+def engine(
+    conf: Mapping[str, Any], topic: str, jobs: int, ordering: Ordering, in_flight: int
+) -> tuple[float, dict[str, Any]]:
+    span = Span()
+    summary = run_engine(conf, bench_config(topic, ordering, in_flight, jobs), span.wrap(SLEEP))
     return span.seconds, {
         "processed": summary.processed,
         "max_in_flight_seen": summary.max_in_flight_seen,

@@ -25,11 +25,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _broker import bench_cluster
-from lagless.engine import EngineConfig, Ordering, Record, run_engine
+from lagless.engine import Ordering, Record, run_engine
 from lagless.kafka.admin import create_topic
 from lagless.kafka.clients import make_consumer
 from lagless.produce.producer import run_load
 from lagless.produce.workloads import OutRecord, Workload, WorkloadSpec, generate
+from seed000 import bench_config
 
 
 def raw_loop(conf: Mapping[str, Any], topic: str, records: int) -> dict[str, float]:
@@ -79,16 +80,7 @@ def engine(
     conf: Mapping[str, Any], topic: str, records: int, ordering: Ordering, in_flight: int
 ) -> dict[str, Any]:
     handler = FirstLast()
-    config = EngineConfig.build(
-        topics=(topic,),
-        group=f"bench-engine-{uuid.uuid4().hex[:8]}",
-        ordering=ordering,
-        max_in_flight=in_flight,
-        count=records,
-        on_failure="stop",
-        session_timeout_ms=6000,
-        heartbeat_interval_ms=1500,
-    )
+    config = bench_config(topic, ordering, in_flight, records)
     summary = run_engine(conf, config, handler)
     return {
         "records": summary.processed,

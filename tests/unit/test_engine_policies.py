@@ -10,6 +10,7 @@ from lagless.engine.config import EngineConfig
 from lagless.engine.handlers import DecodeError
 from lagless.engine.record import Record
 from lagless.engine.retry import RetryPolicy, execute
+from lagless.engine.summary import Latency, LatencyLog
 from lagless.errors import ConfigError
 
 RECORD = Record("t", 0, 5, None, b"{}", 1000)
@@ -125,3 +126,16 @@ def test_consumer_conf_is_derived_in_one_place() -> None:
     assert conf["bootstrap.servers"] == "h:1"
     with pytest.raises(Exception):  # noqa: B017 (frozen)
         config.group = "x"  # type: ignore[misc]
+
+
+def test_latency_log_is_exact_then_bounded() -> None:
+    log = LatencyLog(capacity=100)
+    for ms in range(1, 101):
+        log.add(float(ms))
+    assert log.summary() == Latency(51.0, 100.0, 100.0)
+    for ms in range(101, 10_001):
+        log.add(float(ms))
+    summary = log.summary()
+    assert summary.max == 10_000.0, "the max stays exact"
+    assert summary.p50 is not None and 3000 < summary.p50 < 7000, "a uniform sample"
+    assert len(log._ms) == 100

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from array import array
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -30,23 +31,37 @@ class Latency:
 
 
 class LatencyLog:
-    """Every end-to-end latency of a run (8 bytes a record), for exact percentiles."""
+    """End-to-end latencies of a run for percentiles: every one up to ``capacity`` (8 bytes
+    each, so exact for runs up to a million records), then a uniform reservoir sample of that
+    size (Algorithm R) so a long-running consumer does not grow; the max stays exact."""
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int = 1_000_000) -> None:
         self._ms = array("d")
+        self._capacity = capacity
+        self._seen = 0
+        self._max: float | None = None
+        self._rng = random.Random(0)
 
     def add(self, ms: float) -> None:
-        self._ms.append(ms)
+        self._seen += 1
+        if self._max is None or ms > self._max:
+            self._max = ms
+        if len(self._ms) < self._capacity:
+            self._ms.append(ms)
+            return
+        slot = self._rng.randrange(self._seen)
+        if slot < self._capacity:
+            self._ms[slot] = ms
 
     def summary(self) -> Latency:
-        if not self._ms:
+        if not self._ms or self._max is None:
             return Latency(None, None, None)
         ordered = sorted(self._ms)
 
         def at(q: float) -> float:
             return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
 
-        return Latency(at(0.50), at(0.99), round(ordered[-1], 1))
+        return Latency(at(0.50), at(0.99), round(self._max, 1))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import logging
 import multiprocessing
 import pickle
 import threading
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from queue import SimpleQueue
@@ -73,11 +74,13 @@ class ThreadWorkers:
         self._stopping.set()
 
     def close(self, timeout: float) -> None:
+        """Ask every thread to end; wait ``timeout`` seconds in all (they are daemons)."""
         self._stopping.set()
         for _ in self._threads:
             self._tasks.put(None)
+        deadline = time.monotonic() + timeout
         for thread in self._threads:
-            thread.join(timeout=timeout)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def _work(self) -> None:
         while (task := self._tasks.get()) is not None:
