@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from lagless.engine.handlers import DecodeError, Handler
 from lagless.engine.record import Record
@@ -30,9 +31,8 @@ class RetryPolicy:
         return float(min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1)))
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How handling one record ended."""
+class Outcome(NamedTuple):
+    """How handling one record ended (a tuple: made once per record, cheaply)."""
 
     ok: bool
     attempts: int

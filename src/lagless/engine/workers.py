@@ -14,9 +14,8 @@ import pickle
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
 from queue import SimpleQueue
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from lagless.engine.handlers import Handler
 from lagless.engine.record import Record
@@ -26,8 +25,7 @@ from lagless.errors import ConfigError
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class Completion:
+class Completion(NamedTuple):
     """A record that finished (or whose worker broke: ``fatal`` says why)."""
 
     record: Record
