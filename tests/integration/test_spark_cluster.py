@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Cluster, run_cli
-from tests.integration.spark_helpers import dlq_ids, parquet_ids, produce_events
+from tests.integration.spark_helpers import dlq_ids, parquet_ids, pipeline_args, produce_events
 from tests.integration.spark_helpers.standalone import standalone_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
@@ -22,24 +22,10 @@ def test_pipeline_on_a_standalone_cluster(
     produced = produce_events(cluster.conf, topic, 800, bad_fraction=0.05, seed=5)
     out, ck = tmp_path / "out", tmp_path / "ck"
     with standalone_cluster(tmp_path / "spark") as master:
-        result = run_cli(
-            "pipeline",
-            "run",
-            "--topic",
-            topic,
-            "--output",
-            str(out),
-            "--checkpoint",
-            str(ck),
-            "--master",
-            master,
-            "--group",
-            group,
-            "--no-aggregates",
-            "--json",
-            cluster=cluster,
-            timeout=300,
+        args = pipeline_args(
+            topic, out, ck, "--group", group, "--no-aggregates", "--json", master=master
         )
+        result = run_cli(*args, cluster=cluster, timeout=300)
         assert result.returncode == 0, result.stderr[-3000:]
         executors = list((tmp_path / "spark" / "work").glob("app-*/*/stderr"))
     assert executors, "no executor ran on the worker"

@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -22,35 +23,20 @@ from lagless.kafka.offsets import topic_ranges
 from lagless.observe.metrics import Metrics
 from lagless.observe.timeline import load_timeline
 from lagless.produce.workloads import ID_HEADER, MALFORMED_HEADER
-from lagless.spark.pipeline import PipelineConfig, run_pipeline
+from lagless.spark.pipeline import PipelineConfig, PipelineSummary, run_pipeline
 from lagless.spark.sink import BATCH_ID_HEADER
 from tests.conftest import LAGLESS, Cluster, run_cli
 from tests.integration.spark_helpers import (
     dead_letters,
     dlq_ids,
     parquet_ids,
+    pipeline_args,
     produce_events,
     spark,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 __all__ = ["spark"]
-
-
-def pipeline_args(topic: str, out: Path, ck: Path, *extra: str) -> list[str]:
-    return [
-        "pipeline",
-        "run",
-        "--topic",
-        topic,
-        "--output",
-        str(out),
-        "--checkpoint",
-        str(ck),
-        "--master",
-        "local[2]",
-        *extra,
-    ]
 
 
 def test_available_now_run_valid_to_parquet_malformed_to_dlq_offsets_to_group(
@@ -278,3 +264,43 @@ def test_jvm_source_without_its_jar_fails_before_any_query(
     with pytest.raises(LaglessError, match="--source jvm needs Spark's Kafka connector"):
         run_pipeline(config, spark=spark)
     assert not (tmp_path / "c").exists()
+
+
+def test_processing_time_run_commits_each_batch_to_the_group_while_running(
+    spark: SparkSession,
+    cluster: Cluster,
+    make_topic: Callable[..., str],
+    group: str,
+    tmp_path: Path,
+) -> None:
+    topic = make_topic(partitions=2)
+    config = PipelineConfig.build(
+        topic=topic,
+        output=tmp_path / "out",
+        checkpoint=tmp_path / "ck",
+        kafka=cluster.conf,
+        group=group,
+        trigger="processing-time=1s",
+        aggregates=False,
+    )
+    stop = threading.Event()
+    result: list[PipelineSummary] = []
+    runner = threading.Thread(
+        target=lambda: result.append(run_pipeline(config, spark=spark, stop=stop)), daemon=True
+    )
+    runner.start()
+    try:
+        for round_ in range(2):
+            produce_events(cluster.conf, topic, 100, bad_fraction=0.0, prefix=f"r{round_}-")
+            ends = {(r.topic, r.partition): r.end for r in topic_ranges(cluster.conf, topic)}
+            deadline = time.monotonic() + 90
+            while committed_offsets(cluster.conf, group, [topic]) != ends:
+                assert runner.is_alive(), "the pipeline stopped early"
+                assert time.monotonic() < deadline, "the group never caught up"
+                time.sleep(0.5)
+    finally:
+        stop.set()
+        runner.join(120)
+    assert not runner.is_alive()
+    assert result[0].input_rows == 200
+    assert len(parquet_ids(tmp_path / "out" / "events")) == 200

@@ -14,12 +14,12 @@ from confluent_kafka import Producer
 from pyspark.sql import DataFrame, SparkSession
 
 from lagless.errors import LaglessError
-from lagless.kafka.offsets import OffsetProbe
+from lagless.kafka.offsets import OffsetProbe, PartitionRange
 from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
 from lagless.produce.workloads import ID_HEADER
 from lagless.spark.fetch import read_range
-from lagless.spark.offsets import OffsetRange, data_loss_handler
+from lagless.spark.offsets import data_loss_handler
 from lagless.spark.pipeline import require_jvm_kafka
 from lagless.spark.schema import arrow_schema, kafka_schema
 from lagless.spark.sink import BATCH_ID_HEADER
@@ -77,14 +77,14 @@ def test_read_range_stops_at_a_gap_at_the_end(cluster: Cluster, make_topic: Call
         end = probe.end_offsets([(topic, 0)])[(topic, 0)]
     assert end == 21  # 20 records + the marker
     schema = arrow_schema(kafka_schema(include_headers=True))
-    rng = OffsetRange(topic, 0, 0, end)
+    rng = PartitionRange(topic, 0, 0, end)
     batches = list(read_range(cluster.conf, rng, schema, data_loss_handler(True), 20_000))
     assert all(b.schema.equals(schema) for b in batches)
     offsets = [o for b in batches for o in b.column("offset").to_pylist()]
     assert offsets == list(range(20))
     # a range ending inside the data stops there, without waiting
     part = list(
-        read_range(cluster.conf, OffsetRange(topic, 0, 5, 9), schema, data_loss_handler(True))
+        read_range(cluster.conf, PartitionRange(topic, 0, 5, 9), schema, data_loss_handler(True))
     )
     assert [o for b in part for o in b.column("offset").to_pylist()] == [5, 6, 7, 8]
 

@@ -14,9 +14,9 @@ import math
 import pytest
 
 from lagless.errors import LaglessError
+from lagless.kafka.offsets import PartitionRange
 from lagless.spark.offsets import (
     DataLossError,
-    OffsetRange,
     canonical,
     data_loss_handler,
     from_json,
@@ -103,7 +103,7 @@ def test_a_partition_added_mid_stream_is_read_from_its_earliest_offset() -> None
     end = next_end(start, latest, earliest, None, FAIL)
     assert end[("t", 2)] == 30
     ranges = plan_ranges(start, end, {("t", 0): 0, ("t", 1): 0, ("t", 2): 0}, FAIL)
-    assert ranges == [OffsetRange("t", 2, 0, 30)]
+    assert ranges == [PartitionRange("t", 2, 0, 30)]
     # with a read limit the new partition gets its share of the backlog from offset 0
     limited = next_end(start, {**latest, ("t", 0): 70}, earliest, 30, FAIL)
     assert limited == {("t", 0): 55, ("t", 1): 40, ("t", 2): 15}
@@ -131,13 +131,13 @@ def test_plan_ranges_skips_empty_and_handles_deleted_records() -> None:
     with pytest.raises(DataLossError, match=r"\[3, 6\) were deleted"):
         plan_ranges(start, end, earliest, FAIL)
     assert plan_ranges(start, end, earliest, SKIP) == [
-        OffsetRange("t", 0, 5, 9),
-        OffsetRange("t", 2, 6, 12),
+        PartitionRange("t", 0, 5, 9),
+        PartitionRange("t", 2, 6, 12),
     ]
 
 
 def test_split_ranges_for_min_partitions() -> None:
-    ranges = [OffsetRange("t", 0, 0, 100), OffsetRange("t", 1, 50, 60)]
+    ranges = [PartitionRange("t", 0, 0, 100), PartitionRange("t", 1, 50, 60)]
     assert split_ranges(ranges, None) == ranges
     assert split_ranges(ranges, 2) == ranges
     pieces = split_ranges(ranges, 6)
@@ -146,6 +146,6 @@ def test_split_ranges_for_min_partitions() -> None:
         mine = [p for p in pieces if p.partition == rng.partition]
         assert mine[0].start == rng.start and mine[-1].end == rng.end
         assert all(a.end == b.start for a, b in itertools.pairwise(mine))
-        sizes = [p.size for p in mine]
+        sizes = [p.records for p in mine]
         assert max(sizes) - min(sizes) <= 1
-    assert sum(p.size for p in pieces) == 110
+    assert sum(p.records for p in pieces) == 110

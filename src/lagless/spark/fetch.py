@@ -24,7 +24,8 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message, TopicPartitio
 
 from lagless.errors import ClusterError, RecordCoordinates
 from lagless.kafka.clients import make_consumer
-from lagless.spark.offsets import DataLossReporter, OffsetRange
+from lagless.kafka.offsets import PartitionRange
+from lagless.spark.offsets import DataLossReporter
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +150,7 @@ class BatchBuilder:
 
 def read_range(
     kafka: Mapping[str, Any],
-    rng: OffsetRange,
+    rng: PartitionRange,
     schema: pa.Schema,
     report: DataLossReporter,
     poll_timeout_ms: int = 120_000,
@@ -208,7 +209,7 @@ def _take(
     messages: list[Message],
     builder: BatchBuilder,
     consumer: Any,
-    rng: OffsetRange,
+    rng: PartitionRange,
     position: int,
     report: DataLossReporter,
 ) -> int:
@@ -228,7 +229,7 @@ def _take(
 
 
 def _on_error(
-    consumer: Any, msg: Message, rng: OffsetRange, position: int, report: DataLossReporter
+    consumer: Any, msg: Message, rng: PartitionRange, position: int, report: DataLossReporter
 ) -> int:
     """The position after an error event: EOF may close a range whose last offsets are gaps."""
     err: KafkaError = msg.error()  # type: ignore[assignment]

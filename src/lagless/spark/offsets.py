@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from lagless.errors import LaglessError
-from lagless.kafka.offsets import PartitionKey
+from lagless.kafka.offsets import PartitionKey, PartitionRange
 
 log = logging.getLogger(__name__)
 
@@ -52,20 +51,6 @@ def from_json(doc: Mapping[str, Mapping[str, Any]]) -> PartitionOffsets:
 
 def canonical(doc: Mapping[str, Mapping[str, Any]]) -> OffsetJson:
     return to_json(from_json(doc))
-
-
-@dataclass(frozen=True)
-class OffsetRange:
-    """Offsets ``[start, end)`` of one partition: what one Spark task reads."""
-
-    topic: str
-    partition: int
-    start: int
-    end: int
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
 
 
 DataLossReporter = Callable[[str], None]
@@ -171,13 +156,13 @@ def plan_ranges(
     end: Mapping[PartitionKey, int],
     earliest: Mapping[PartitionKey, int],
     report: DataLossReporter,
-) -> list[OffsetRange]:
+) -> list[PartitionRange]:
     """The non-empty offset ranges between two offsets of the source.
 
     Partitions absent from ``start`` (added since) begin at their earliest offset. A start
     below a partition's earliest offset means records were deleted before being read.
     """
-    ranges: list[OffsetRange] = []
+    ranges: list[PartitionRange] = []
     for topic, partition in sorted(end):
         key = (topic, partition)
         first = earliest.get(key, 0)
@@ -190,27 +175,27 @@ def plan_ranges(
             report(f"{topic}[{partition}] ends at {stop}, before {begin} (was it recreated?)")
             continue
         if stop > begin:
-            ranges.append(OffsetRange(topic, partition, begin, stop))
+            ranges.append(PartitionRange(topic, partition, begin, stop))
     return ranges
 
 
-def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
+def split_ranges(ranges: list[PartitionRange], min_partitions: int | None) -> list[PartitionRange]:
     """Split ranges so there are at least ``min_partitions`` (Spark's ``minPartitions``).
 
     Each range gets a number of pieces in proportion to its size (at least one), cut in
-    near-equal parts, as Spark's ``KafkaOffsetRangeCalculator`` does.
+    near-equal parts, as Spark's ``KafkaPartitionRangeCalculator`` does.
     """
     if min_partitions is None or len(ranges) >= min_partitions:
         return ranges
-    total = sum(r.size for r in ranges)
-    out: list[OffsetRange] = []
+    total = sum(r.records for r in ranges)
+    out: list[PartitionRange] = []
     for r in ranges:
-        parts = max(round(r.size / total * min_partitions), 1)
-        remaining, begin = r.size, r.start
+        parts = max(round(r.records / total * min_partitions), 1)
+        remaining, begin = r.records, r.start
         for part in range(parts):
             piece = remaining // (parts - part)
             remaining -= piece
             if piece > 0:
-                out.append(OffsetRange(r.topic, r.partition, begin, begin + piece))
+                out.append(PartitionRange(r.topic, r.partition, begin, begin + piece))
             begin += piece
     return out

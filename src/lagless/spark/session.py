@@ -41,6 +41,15 @@ logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
 logger.hadoop.level = error
 logger.aqe.name = org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream
 logger.aqe.level = error
+# "Disabling AQE ... stateful workloads" (every start) and "batch is falling behind" (every
+# batch longer than the trigger interval): expected here, not worth a line on the terminal.
+logger.mbe.name = org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution
+logger.mbe.level = error
+logger.pte.name = org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor
+logger.pte.level = error
+# "Failed to cancel job group" when an idle query is stopped (Ctrl-C).
+logger.dag.name = org.apache.spark.scheduler.DAGScheduler
+logger.dag.level = error
 """
 
 DEFAULT_CONF: dict[str, str] = {

@@ -38,12 +38,11 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from lagless.errors import ConfigError
-from lagless.kafka.offsets import OffsetProbe, PartitionKey
+from lagless.kafka.offsets import OffsetProbe, PartitionKey, PartitionRange
 from lagless.spark.fetch import read_range
 from lagless.spark.offsets import (
     LATEST,
     OffsetJson,
-    OffsetRange,
     PartitionOffsets,
     data_loss_handler,
     from_json,
@@ -62,7 +61,7 @@ log = logging.getLogger(__name__)
 class KafkaInputPartition(InputPartition):
     """One Spark task: offsets ``[start, end)`` of one Kafka partition (picklable)."""
 
-    def __init__(self, rng: OffsetRange) -> None:
+    def __init__(self, rng: PartitionRange) -> None:
         super().__init__(rng)
         self.range = rng
 

@@ -64,6 +64,25 @@ def produce_events(
     )
 
 
+def pipeline_args(
+    topic: str, out: Path, ck: Path, *extra: str, master: str = "local[2]"
+) -> list[str]:
+    """Arguments of ``lagless pipeline run`` for a test."""
+    return [
+        "pipeline",
+        "run",
+        "--topic",
+        topic,
+        "--output",
+        str(out),
+        "--checkpoint",
+        str(ck),
+        "--master",
+        master,
+        *extra,
+    ]
+
+
 def parquet_ids(path: Path, column: str = "order_id") -> Counter[str]:
     """Ids as a plain Parquet reader (pyarrow) sees them: every file in the folder."""
     if not path.exists():
