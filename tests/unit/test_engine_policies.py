@@ -123,6 +123,7 @@ def test_consumer_conf_is_derived_in_one_place() -> None:
     assert conf["partition.assignment.strategy"] == "range"
     assert conf["enable.auto.commit"] is False
     assert conf["fetch.queue.backoff.ms"] == 5
+    assert conf["queued.min.messages"] == 5000
     assert conf["bootstrap.servers"] == "h:1"
     with pytest.raises(Exception):  # noqa: B017 (frozen)
         config.group = "x"  # type: ignore[misc]

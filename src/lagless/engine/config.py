@@ -122,6 +122,9 @@ class EngineConfig(BaseModel):
                 "max.poll.interval.ms": self.max_poll_interval_ms,
                 "fetch.queue.backoff.ms": self.fetch_queue_backoff_ms,
                 "fetch.wait.max.ms": self.fetch_wait_max_ms,
+                # prefetch about as deep as the engine holds: a paused partition's prefetched
+                # records are dropped and fetched again on resume
+                "queued.min.messages": min(100_000, max(1000, 5 * self.max_pending)),
             }
         )
         if self.static_id:
