@@ -165,6 +165,7 @@ def test_killed_mid_batch_and_restarted_writes_each_valid_event_once(
         (["--max-offsets-per-trigger", "0"], "max-offsets-per-trigger"),
         (["--starting-offsets", "yesterday"], "--starting-offsets"),
         (["--source", "scala"], "--source"),
+        (["--watermark", "a while"], "watermark"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

@@ -38,8 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pyspark import StorageLevel
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.streaming.query import StreamingQuery
@@ -70,6 +72,7 @@ from lagless.spark.session import build_session, check_master
 log = logging.getLogger(__name__)
 
 KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+DURATION_RE = re.compile(r"^[0-9]+ (millisecond|second|minute|hour|day)s?$")
 TRIGGER_RE = re.compile(r"^processing-time=([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m)?$")
 POLL_S = 0.25
 
@@ -132,6 +135,13 @@ class PipelineConfig(BaseModel):
     def _trigger(cls, value: str) -> str:
         Trigger.parse(value)
         return value
+
+    @field_validator("window", "watermark")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        if not DURATION_RE.match(value.strip()):
+            raise ValueError(f"{value!r} is not like '1 minute' or '30 seconds'")
+        return value.strip()
 
     @field_validator("master")
     @classmethod
@@ -465,7 +475,10 @@ def run_pipeline(
         session.streams.addListener(listener)
         try:
             started = time.monotonic()
-            queries = start_queries(session, config, tracker, raw or kafka_stream(config))
+            try:
+                queries = start_queries(session, config, tracker, raw or kafka_stream(config))
+            except (CapturedException, Py4JJavaError) as exc:
+                raise LaglessError(f"cannot start the pipeline: {short_error(exc)}") from None
             wait(queries, stop)
             seconds = time.monotonic() - started
             for q in queries:

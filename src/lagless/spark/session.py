@@ -41,15 +41,23 @@ logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
 logger.hadoop.level = error
 logger.aqe.name = org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream
 logger.aqe.level = error
-# "Disabling AQE ... stateful workloads" (every start) and "batch is falling behind" (every
-# batch longer than the trigger interval): expected here, not worth a line on the terminal.
-logger.mbe.name = org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution
-logger.mbe.level = error
+# "batch is falling behind" (every batch longer than the trigger interval): expected here.
 logger.pte.name = org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor
 logger.pte.level = error
 # "Failed to cancel job group" when an idle query is stopped (Ctrl-C).
 logger.dag.name = org.apache.spark.scheduler.DAGScheduler
 logger.dag.level = error
+"""
+
+# At the default level, failures are reported once, as one line, by whoever runs the query
+# (lagless pipeline run): Spark's own stack traces of the same failure are left out. -v keeps them.
+QUIET_LOG4J2 = """\
+logger.mbe.name = org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution
+logger.mbe.level = off
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = off
 """
 
 DEFAULT_CONF: dict[str, str] = {
@@ -87,11 +95,11 @@ def python_env() -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
-def log4j2_file() -> Path:
+def log4j2_file(quiet: bool) -> Path:
     directory = Path(tempfile.gettempdir()) / "lagless-spark"
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "log4j2.properties"
-    text = LOG4J2
+    path = directory / f"log4j2{'-quiet' if quiet else ''}.properties"
+    text = LOG4J2 + (QUIET_LOG4J2 if quiet else "")
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
     return path
@@ -112,7 +120,7 @@ def build_session(
 ) -> SparkSession:
     """Start (or reuse) the process's SparkSession, with lagless's data sources registered."""
     python_env()
-    log_conf = log4j2_file()
+    log_conf = log4j2_file(quiet=log_level.upper() in {"WARN", "ERROR", "OFF"})
     java_opts = f"-Dlog4j2.configurationFile=file:{log_conf}"
     builder = SparkSession.builder.master(check_master(master)).appName(app_name)
     settings = {
