@@ -77,6 +77,7 @@ class Dispatcher:
         self._queues: dict[PartitionKey, PartitionQueue] = {}
         self._turn: deque[PartitionKey] = deque()
         self._scheduled: set[PartitionKey] = set()
+        self.held = 0  # records pushed and not started, over all partitions
 
     def open(self, tp: PartitionKey) -> None:
         self._queues[tp] = PartitionQueue(self.ordering)
@@ -84,10 +85,13 @@ class Dispatcher:
     def close(self, tp: PartitionKey) -> int:
         """Stop dispatching ``tp``; its records not started are dropped. Returns how many."""
         queue = self._queues.pop(tp, None)
-        return queue.waiting if queue is not None else 0
+        dropped = queue.waiting if queue is not None else 0
+        self.held -= dropped
+        return dropped
 
     def push(self, record: Record) -> None:
         tp = (record.topic, record.partition)
+        self.held += 1
         if self._queues[tp].push(record):
             self._schedule(tp)
 
@@ -107,6 +111,7 @@ class Dispatcher:
                 self._scheduled.discard(tp)
                 continue
             record = queue.ready.popleft()
+            self.held -= 1
             if queue.ready:
                 self._turn.append(tp)
             else:

@@ -55,6 +55,7 @@ ProgressFn = Callable[[Progress], None]
 IDLE_POLL_S = 0.1  # poll timeout with nothing in flight
 BUSY_WAIT_S = 0.005  # wait for a completion when a poll brought nothing
 WATCH_EVERY_S = 0.5
+POLL_EVERY_S = 0.05  # poll at least this often, however much is buffered
 
 
 def _tp(key: PartitionKey) -> TopicPartition:
@@ -103,6 +104,7 @@ class Engine:
         self._started = time.monotonic()
         self._last_activity = self._started
         self._next_watch = self._started
+        self._last_poll = self._started
         self._reported_errors: set[tuple[int, str | None]] = set()
         self._consumer: Consumer | None = None
         self._workers: Workers | None = None
@@ -135,7 +137,7 @@ class Engine:
             self._started = self._last_activity = time.monotonic()
             self._policy.start(self._started)
             while not self._should_stop():
-                polled = self._poll()
+                polled = self._poll() if self._wants_records() else 0
                 self._collect(wait=0.0 if polled or not self._in_flight else BUSY_WAIT_S)
                 self._dispatch()
                 self._commit_if_due()
@@ -169,11 +171,22 @@ class Engine:
 
     # -- poll -----------------------------------------------------------------------------
 
+    def _wants_records(self) -> bool:
+        """Poll when the workers may run short of records, and at least every POLL_EVERY_S.
+
+        Each poll hands the GIL to the worker threads and waits to get it back; skipping polls
+        while enough records are buffered keeps the loop's share of the GIL for the records.
+        """
+        if self._dispatcher.held < 2 * self.config.max_in_flight:
+            return True
+        return time.monotonic() - self._last_poll >= POLL_EVERY_S
+
     def _poll(self) -> int:
         """Fetch a batch and offer each record to its partition; how many came."""
         assert self._consumer is not None
         busy = self._in_flight > 0
         messages = self._consumer.consume(self.config.poll_batch, 0.0 if busy else IDLE_POLL_S)
+        self._last_poll = time.monotonic()
         if not messages:
             return 0
         now = time.monotonic()
