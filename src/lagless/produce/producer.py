@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import KafkaError, Message
 
@@ -22,6 +22,9 @@ from lagless.produce.workloads import OutRecord
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[int], None]
+
+PARTITION_ANY = -1  # librdkafka's RD_KAFKA_PARTITION_UA: the partitioner decides
+SERVE_EVERY = 64  # serve delivery callbacks every this many sends (and whenever the queue is full)
 
 
 @dataclass
@@ -36,7 +39,7 @@ class DeliveryStats:
     def on_delivery(self, err: KafkaError | None, msg: Message) -> None:
         if err is None:
             self.delivered += 1
-            self.bytes += len(msg.value() or b"")
+            self.bytes += len(msg)
             return
         self.failed += 1
         if self.first_error is None:
@@ -68,21 +71,26 @@ class AccountedProducer:
         self.profile = Profile(profile)
         self.stats = DeliveryStats()
         self._producer = make_producer({**profile_conf(self.profile), **conf})
+        self._sent = 0
 
-    def send(self, topic: str, record: OutRecord, partition: int | None = None) -> None:
+    def send(self, topic: str, record: OutRecord, partition: int = PARTITION_ANY) -> None:
         """Queue one record; waits (serving callbacks) while the local queue is full."""
-        kwargs: dict[str, Any] = {"key": record.key, "headers": record.headers}
-        if partition is not None:
-            kwargs["partition"] = partition
         while True:
             try:
                 self._producer.produce(
-                    topic, record.value, on_delivery=self.stats.on_delivery, **kwargs
+                    topic,
+                    record.value,
+                    key=record.key,
+                    partition=partition,
+                    on_delivery=self.stats.on_delivery,
+                    headers=cast("list[tuple[str, str | bytes | None]]", record.headers) or None,
                 )
                 break
             except BufferError:
                 self._producer.poll(0.05)
-        self._producer.poll(0)
+        self._sent += 1
+        if self._sent % SERVE_EVERY == 0:
+            self._producer.poll(0)
 
     def poll(self, timeout: float = 0.0) -> None:
         self._producer.poll(timeout)
