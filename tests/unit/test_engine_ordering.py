@@ -78,3 +78,22 @@ def test_closed_partition_is_no_longer_dispatched() -> None:
     assert [(r.partition, r.offset) for r in drain(d)] == [(1, 0)]
     d.release(rec(0, 0))  # a late completion of a revoked partition is harmless
     assert drain(d) == []
+
+
+def test_held_and_starving_counts() -> None:
+    d = Dispatcher(Ordering.PARTITION)
+    d.open(("t", 0))
+    d.open(("t", 1))
+    assert (d.held, d.starving) == (0, 2)
+    for offset in range(3):
+        d.push(rec(0, offset))
+    assert (d.held, d.starving) == (3, 1), "partition 1 holds nothing: it starves"
+    first = d.next_ready()
+    assert first is not None and (d.held, d.starving) == (2, 1)
+    d.release(first)
+    drain(d)
+    assert (d.held, d.starving) == (1, 1)
+    assert d.close(("t", 0)) == 1
+    assert (d.held, d.starving) == (0, 1)
+    d.close(("t", 1))
+    assert (d.held, d.starving) == (0, 0)

@@ -35,10 +35,12 @@ class PartitionQueue:
     def __init__(self, ordering: Ordering) -> None:
         self.ordering = ordering
         self.ready: deque[Record] = deque()
+        self.held = 0  # records held and not started (ready or behind a busy lane)
         self._lanes: dict[Hashable, deque[Record]] = {}  # a lane is busy while present
 
     def push(self, record: Record) -> bool:
         """Hold ``record``; True if it is ready at once."""
+        self.held += 1
         lane = lane_of(record, self.ordering)
         if lane is None:
             self.ready.append(record)
@@ -63,10 +65,10 @@ class PartitionQueue:
         self._lanes.pop(lane, None)
         return False
 
-    @property
-    def waiting(self) -> int:
-        """Records held and not started (ready or behind a busy lane)."""
-        return len(self.ready) + sum(len(w) for w in self._lanes.values())
+    def take(self) -> Record:
+        """Start the first ready record."""
+        self.held -= 1
+        return self.ready.popleft()
 
 
 class Dispatcher:
@@ -78,21 +80,30 @@ class Dispatcher:
         self._turn: deque[PartitionKey] = deque()
         self._scheduled: set[PartitionKey] = set()
         self.held = 0  # records pushed and not started, over all partitions
+        self.starving = 0  # open partitions holding no record
 
     def open(self, tp: PartitionKey) -> None:
-        self._queues[tp] = PartitionQueue(self.ordering)
+        if tp not in self._queues:
+            self._queues[tp] = PartitionQueue(self.ordering)
+            self.starving += 1
 
     def close(self, tp: PartitionKey) -> int:
         """Stop dispatching ``tp``; its records not started are dropped. Returns how many."""
         queue = self._queues.pop(tp, None)
-        dropped = queue.waiting if queue is not None else 0
-        self.held -= dropped
-        return dropped
+        if queue is None:
+            return 0
+        self.held -= queue.held
+        if not queue.held:
+            self.starving -= 1
+        return queue.held
 
     def push(self, record: Record) -> None:
         tp = (record.topic, record.partition)
+        queue = self._queues[tp]
+        if not queue.held:
+            self.starving -= 1
         self.held += 1
-        if self._queues[tp].push(record):
+        if queue.push(record):
             self._schedule(tp)
 
     def release(self, record: Record) -> None:
@@ -110,8 +121,10 @@ class Dispatcher:
             if queue is None or not queue.ready:
                 self._scheduled.discard(tp)
                 continue
-            record = queue.ready.popleft()
+            record = queue.take()
             self.held -= 1
+            if not queue.held:
+                self.starving += 1
             if queue.ready:
                 self._turn.append(tp)
             else:
