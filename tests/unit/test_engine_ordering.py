@@ -80,20 +80,19 @@ def test_closed_partition_is_no_longer_dispatched() -> None:
     assert drain(d) == []
 
 
-def test_held_and_starving_counts() -> None:
+def test_held_and_ready_counts() -> None:
     d = Dispatcher(Ordering.PARTITION)
     d.open(("t", 0))
     d.open(("t", 1))
-    assert (d.held, d.starving) == (0, 2)
     for offset in range(3):
         d.push(rec(0, offset))
-    assert (d.held, d.starving) == (3, 1), "partition 1 holds nothing: it starves"
+    d.push(rec(1, 0))
+    assert (d.held, d.ready) == (4, 2), "one ready per partition, the rest behind the lane"
     first = d.next_ready()
-    assert first is not None and (d.held, d.starving) == (2, 1)
+    assert first is not None and (d.held, d.ready) == (3, 1)
     d.release(first)
+    assert (d.held, d.ready) == (3, 2)
+    assert d.close(("t", 0)) == 2
+    assert (d.held, d.ready) == (1, 1)
     drain(d)
-    assert (d.held, d.starving) == (1, 1)
-    assert d.close(("t", 0)) == 1
-    assert (d.held, d.starving) == (0, 1)
-    d.close(("t", 1))
-    assert (d.held, d.starving) == (0, 0)
+    assert (d.held, d.ready) == (0, 0)

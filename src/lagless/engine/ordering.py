@@ -80,12 +80,11 @@ class Dispatcher:
         self._turn: deque[PartitionKey] = deque()
         self._scheduled: set[PartitionKey] = set()
         self.held = 0  # records pushed and not started, over all partitions
-        self.starving = 0  # open partitions holding no record
+        self.ready = 0  # of which ready to start now
 
     def open(self, tp: PartitionKey) -> None:
         if tp not in self._queues:
             self._queues[tp] = PartitionQueue(self.ordering)
-            self.starving += 1
 
     def close(self, tp: PartitionKey) -> int:
         """Stop dispatching ``tp``; its records not started are dropped. Returns how many."""
@@ -93,17 +92,14 @@ class Dispatcher:
         if queue is None:
             return 0
         self.held -= queue.held
-        if not queue.held:
-            self.starving -= 1
+        self.ready -= len(queue.ready)
         return queue.held
 
     def push(self, record: Record) -> None:
         tp = (record.topic, record.partition)
-        queue = self._queues[tp]
-        if not queue.held:
-            self.starving -= 1
         self.held += 1
-        if queue.push(record):
+        if self._queues[tp].push(record):
+            self.ready += 1
             self._schedule(tp)
 
     def release(self, record: Record) -> None:
@@ -111,6 +107,7 @@ class Dispatcher:
         tp = (record.topic, record.partition)
         queue = self._queues.get(tp)
         if queue is not None and queue.release(record):
+            self.ready += 1
             self._schedule(tp)
 
     def next_ready(self) -> Record | None:
@@ -123,8 +120,7 @@ class Dispatcher:
                 continue
             record = queue.take()
             self.held -= 1
-            if not queue.held:
-                self.starving += 1
+            self.ready -= 1
             if queue.ready:
                 self._turn.append(tp)
             else:

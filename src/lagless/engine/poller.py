@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from lagless.engine import offset_map
 from lagless.engine.backpressure import FlowControl, MessageRejected
 from lagless.engine.commit import CommitPolicy
-from lagless.engine.config import EngineConfig, OnFailure, Ordering
+from lagless.engine.config import EngineConfig, OnFailure
 from lagless.engine.dlq import DeadLettered, DeadLetterQueue
 from lagless.engine.handlers import Handler
 from lagless.engine.ordering import Dispatcher
@@ -56,7 +56,7 @@ IDLE_POLL_S = 0.1  # poll timeout with nothing in flight
 BUSY_WAIT_S = 0.005  # wait for a completion when a poll brought nothing
 WATCH_EVERY_S = 0.5
 POLL_EVERY_S = 0.05  # poll at least this often, however much is buffered
-POLL_STARVING_S = 0.005  # poll this often while a partition holds nothing (ordered modes)
+POLL_SHORT_S = 0.005  # poll this often while fewer records are ready than workers are free
 
 
 def _tp(key: PartitionKey) -> TopicPartition:
@@ -173,17 +173,18 @@ class Engine:
     # -- poll -----------------------------------------------------------------------------
 
     def _wants_records(self) -> bool:
-        """Poll when a partition or the workers may run short of records, else at least
-        every POLL_EVERY_S (heartbeats and callbacks do not depend on it; librdkafka runs them).
+        """Poll when the workers may run short of records to start, else every POLL_EVERY_S
+        (heartbeats do not depend on it: librdkafka sends them from its own thread).
 
         Each poll hands the GIL to the worker threads and waits to get it back; skipping polls
-        while every partition has records buffered keeps the loop's share of the GIL.
+        while enough records are ready keeps the loop's share of the GIL for the records.
         """
-        if self._dispatcher.held < 2 * self.config.max_in_flight:
+        dispatcher = self._dispatcher
+        if dispatcher.held < 2 * self.config.max_in_flight:
             return True
         since = time.monotonic() - self._last_poll
-        if self._dispatcher.starving and self.config.ordering is not Ordering.UNORDERED:
-            return since >= POLL_STARVING_S  # a partition (a lane) may have nothing to run
+        if dispatcher.ready < self.config.max_in_flight - self._in_flight:
+            return since >= POLL_SHORT_S  # buffered records wait behind busy lanes
         return since >= POLL_EVERY_S
 
     def _poll(self) -> int:
