@@ -80,19 +80,21 @@ def test_closed_partition_is_no_longer_dispatched() -> None:
     assert drain(d) == []
 
 
-def test_held_and_ready_counts() -> None:
+def test_held_ready_and_starving_counts() -> None:
     d = Dispatcher(Ordering.PARTITION)
     d.open(("t", 0))
     d.open(("t", 1))
+    assert d.starving == 2
     for offset in range(3):
         d.push(rec(0, offset))
+    assert d.starving == 1, "partition 1 holds nothing"
     d.push(rec(1, 0))
-    assert (d.held, d.ready) == (4, 2), "one ready per partition, the rest behind the lane"
+    assert (d.held, d.ready, d.starving) == (4, 2, 0), "one ready per partition, rest wait"
     first = d.next_ready()
     assert first is not None and (d.held, d.ready) == (3, 1)
     d.release(first)
     assert (d.held, d.ready) == (3, 2)
     assert d.close(("t", 0)) == 2
-    assert (d.held, d.ready) == (1, 1)
+    assert (d.held, d.ready, d.starving) == (1, 1, 0)
     drain(d)
-    assert (d.held, d.ready) == (0, 0)
+    assert (d.held, d.ready, d.starving) == (0, 0, 1)

@@ -81,10 +81,12 @@ class Dispatcher:
         self._scheduled: set[PartitionKey] = set()
         self.held = 0  # records pushed and not started, over all partitions
         self.ready = 0  # of which ready to start now
+        self.starving = 0  # open partitions holding no record
 
     def open(self, tp: PartitionKey) -> None:
         if tp not in self._queues:
             self._queues[tp] = PartitionQueue(self.ordering)
+            self.starving += 1
 
     def close(self, tp: PartitionKey) -> int:
         """Stop dispatching ``tp``; its records not started are dropped. Returns how many."""
@@ -93,12 +95,17 @@ class Dispatcher:
             return 0
         self.held -= queue.held
         self.ready -= len(queue.ready)
+        if not queue.held:
+            self.starving -= 1
         return queue.held
 
     def push(self, record: Record) -> None:
         tp = (record.topic, record.partition)
+        queue = self._queues[tp]
+        if not queue.held:
+            self.starving -= 1
         self.held += 1
-        if self._queues[tp].push(record):
+        if queue.push(record):
             self.ready += 1
             self._schedule(tp)
 
@@ -121,6 +128,8 @@ class Dispatcher:
             record = queue.take()
             self.held -= 1
             self.ready -= 1
+            if not queue.held:
+                self.starving += 1
             if queue.ready:
                 self._turn.append(tp)
             else:

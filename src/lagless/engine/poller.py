@@ -56,7 +56,7 @@ IDLE_POLL_S = 0.1  # poll timeout with nothing in flight
 BUSY_WAIT_S = 0.005  # wait for a completion when a poll brought nothing
 WATCH_EVERY_S = 0.5
 POLL_EVERY_S = 0.05  # poll at least this often, however much is buffered
-POLL_SHORT_S = 0.005  # poll this often while fewer records are ready than workers are free
+POLL_SHORT_S = 0.005  # poll this often while a partition holds nothing and workers are free
 
 
 def _tp(key: PartitionKey) -> TopicPartition:
@@ -183,8 +183,8 @@ class Engine:
         if dispatcher.held < 2 * self.config.max_in_flight:
             return True
         since = time.monotonic() - self._last_poll
-        if dispatcher.ready < self.config.max_in_flight - self._in_flight:
-            return since >= POLL_SHORT_S  # buffered records wait behind busy lanes
+        if dispatcher.starving and dispatcher.ready < self.config.max_in_flight - self._in_flight:
+            return since >= POLL_SHORT_S  # a partition holds nothing and workers are free
         return since >= POLL_EVERY_S
 
     def _poll(self) -> int:
