@@ -495,7 +495,9 @@ class Engine:
             )
 
     def _update_lag(self) -> int:
-        """Per-partition lag from cached high watermarks minus position; the total."""
+        """Per-partition lag and the total: cached high watermark minus the first unfinished
+        offset (what a commit now would store, so the same lag ``lagless lag`` and Kafka's own
+        tools show), or minus the fetch position before anything was received."""
         assert self._consumer is not None
         if not self._states:
             return 0
@@ -508,7 +510,9 @@ class Engine:
         now_ms = time.time() * 1000.0
         for state, pos in zip(states, positions, strict=True):
             marks = self._consumer.get_watermark_offsets(_tp(state.tp), cached=True)
-            position = pos.offset if pos.offset >= 0 else state.tracker.committable
+            position = state.tracker.committable
+            if position is None and pos.offset >= 0:
+                position = pos.offset
             if not marks or marks[1] < 0 or position is None:
                 continue
             lag = max(0, marks[1] - position)

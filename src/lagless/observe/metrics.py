@@ -11,7 +11,7 @@ docs/observability.md documents every metric, the timeline, ``lagless lag`` and 
 | lagless_e2e_latency_seconds | histogram | topic | record timestamp -> handler done |
 | lagless_processing_seconds | histogram | topic | handler time of one record (all attempts) |
 | lagless_in_flight | gauge | | records dispatched and not finished |
-| lagless_lag_records | gauge | topic, partition | end offset - the consumer's position (records not yet fetched) |
+| lagless_lag_records | gauge | topic, partition | high watermark - first unfinished offset (engine) / - processed end (pipeline) |
 | lagless_lag_seconds | gauge | topic, partition | while lag > 0: age of the last fetched record (about the next unfetched one) |
 | lagless_paused_partitions | gauge | | partitions paused by backpressure now |
 | lagless_pause_events_total | counter | topic, partition | times a partition was paused |
