@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Message
 
 from lagless.errors import RecordCoordinates
-from lagless.kafka.records import timestamp_ms
+from lagless.kafka.records import header_pairs, timestamp_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +36,7 @@ class Record:
         topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
         if topic is None or partition is None or offset is None:
             raise ValueError("message has no coordinates (not a consumed record)")
-        raw = msg.headers()
-        headers: tuple[tuple[str, bytes], ...] = ()
-        if raw:
-            pairs = raw.items() if isinstance(raw, dict) else raw
-            headers = tuple((k, v.encode() if isinstance(v, str) else (v or b"")) for k, v in pairs)
+        headers = tuple((k, v or b"") for k, v in header_pairs(msg))
         return cls(
             topic, partition, offset, msg.key(), msg.value(),
             timestamp_ms(msg), headers,

@@ -15,13 +15,21 @@ def coordinates(msg: Message) -> RecordCoordinates:
     return RecordCoordinates(topic, partition, offset)
 
 
+def header_pairs(msg: Message) -> list[tuple[str, bytes | None]]:
+    """The record's headers in order, values as bytes (confluent-kafka may hand a dict or
+    str values); empty when it has none."""
+    raw = msg.headers()
+    if not raw:
+        return []
+    pairs = raw.items() if isinstance(raw, dict) else raw
+    return [(k, v.encode() if isinstance(v, str) else v) for k, v in pairs]
+
+
 def header(msg: Message, name: str) -> bytes | None:
     """The first value of header ``name``, if any, as bytes."""
-    raw = msg.headers() or []
-    pairs = raw.items() if isinstance(raw, dict) else raw
-    for key, value in pairs:
+    for key, value in header_pairs(msg):
         if key == name:
-            return value.encode() if isinstance(value, str) else value
+            return value
     return None
 
 

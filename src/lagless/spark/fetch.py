@@ -25,6 +25,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message, TopicPartitio
 from lagless.errors import ClusterError, RecordCoordinates
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.offsets import PartitionRange
+from lagless.kafka.records import header_pairs
 from lagless.spark.offsets import DataLossReporter
 
 log = logging.getLogger(__name__)
@@ -103,13 +104,11 @@ class BatchBuilder:
         self.timestamps.append(ts * 1000 if kind else None)
         self.kinds.append(kind - 1)
         if self.with_headers:
-            headers = msg.headers()
-            if headers:
-                pairs = headers.items() if isinstance(headers, dict) else headers
-                for key, value in pairs:
-                    self.header_keys.append(key)
-                    self.header_values.append(value.encode() if isinstance(value, str) else value)
-            self.header_null.append(not headers)
+            pairs = header_pairs(msg)
+            for key, value in pairs:
+                self.header_keys.append(key)
+                self.header_values.append(value)
+            self.header_null.append(not pairs)
             self.header_starts.append(len(self.header_keys))
 
     def flush(self) -> pa.RecordBatch:
