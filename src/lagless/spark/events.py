@@ -106,10 +106,23 @@ def valid_events(parsed: DataFrame) -> DataFrame:
     )
 
 
+DLQ_ID_HEADER = "lagless-dlq-id"
+
+
+def dlq_id(topic: Column, partition: Column, offset: Column) -> Column:
+    """A dead letter's stable identity: ``topic/partition/offset`` of the source record.
+
+    A micro-batch re-run after a crash sends its dead letters again (at-least-once), with the
+    same identity: a DLQ consumer keeps one record per ``lagless-dlq-id``."""
+    return F.concat_ws("/", topic, partition.cast("string"), offset.cast("string"))
+
+
 def dlq_headers() -> dict[str, Column]:
     """Why and where a dead letter came from, under the engine's header names
-    (``lagless-dlq-*``, as in :mod:`lagless.engine.dlq`), so one DLQ reader serves both."""
+    (``lagless-dlq-*``, as in :mod:`lagless.engine.dlq`), so one DLQ reader serves both, and
+    its identity (:func:`dlq_id`)."""
     return {
+        DLQ_ID_HEADER: dlq_id(*(F.col(c) for c in SOURCE_COLUMNS[:3])),
         "lagless-dlq-error-class": F.col("dlq_error_class"),
         "lagless-dlq-error": F.col("dlq_error"),
         "lagless-dlq-topic": F.col("kafka_topic"),

@@ -1,27 +1,24 @@
 """The events pipeline on Spark Structured Streaming: Kafka -> validate -> Parquet + DLQ,
-and windowed aggregates.
+and windowed aggregates, from **one** streaming query (Kafka is read once per micro-batch).
 
-Two streaming queries read the topic, each with its own checkpoint under ``checkpoint``:
-
-``events``
-    parses and validates every record (:mod:`lagless.spark.events`). In ``foreachBatch``:
-    valid rows go to ``output/events/event_date=D/batch_id=N/`` (Parquet), invalid ones to the
-    DLQ topic through the ``lagless-kafka`` sink, with why and where they came from.
-``aggregates``
-    per minute and country, the count and amount sum of valid events, emitted once the
-    watermark closes the window, to ``output/aggregates/batch_id=N/``.
+Its ``foreachBatch`` (:mod:`lagless.spark.batch_writer`) writes valid rows to
+``output/events/event_date=D/batch_id=N/`` (Parquet), invalid ones to the DLQ topic through the
+``lagless-kafka`` sink, with why and where they came from, and, per minute and country, the
+count and amount sum of valid events once the watermark closes the window
+(:mod:`lagless.spark.windows`) to ``output/aggregates/batch_id=N/``. ``output`` and
+``checkpoint`` are local paths or URIs (``file://``, ``hdfs://``, ``s3a://``).
 
 **Exactly-once Parquet, for every reader.** A batch's offsets are fixed in the checkpoint
 before it runs, so a batch re-run after a crash reads the same records and produces the same
 rows. Each batch writes only its own ``batch_id=N`` partitions, with dynamic partition
-overwrite: a re-run replaces whatever a killed attempt left, instead of adding to it. Spark's
-own file sink (``_spark_metadata``) is exactly-once only for readers that go through that log;
-plain Parquet readers (pyarrow, DuckDB) would also see the files of a killed attempt. Here
-any reader sees each valid row once (once the re-run finished). Spark and pyarrow skip the
-``_temporary``/``.spark-staging`` folders a killed attempt leaves.
+overwrite: a re-run replaces whatever a killed attempt left, instead of adding to it. The
+staging folders of killed attempts (``.spark-staging-*``, ``_temporary``), which readers that
+list files themselves (DuckDB, a recursive glob) would read, are deleted before the query
+starts. Spark's own file sink (``_spark_metadata``) would be exactly-once only for readers that
+go through that log.
 
-The DLQ is at-least-once (a re-run batch sends its dead letters again, tagged with the same
-``lagless-batch-id``).
+The DLQ is at-least-once: a re-run batch sends its dead letters again, with the same
+``lagless-dlq-id`` (source topic/partition/offset); keep one record per id.
 
 Progress: :mod:`lagless.spark.progress` commits processed offsets to ``group``, updates the
 metrics and reports each batch.
@@ -40,34 +37,22 @@ from typing import Any, Literal
 
 from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pyspark import StorageLevel
 from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.streaming.query import StreamingQuery
 
 from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.admin import create_topic
 from lagless.kafka.offsets import OffsetProbe
 from lagless.observe.metrics import Metrics
+from lagless.spark.batch_writer import EventsWriter
 from lagless.spark.datasource import FORMAT
-from lagless.spark.events import (
-    aggregates,
-    dead_letters,
-    parse_events,
-    valid_events,
-)
+from lagless.spark.events import parse_events
 from lagless.spark.offsets import to_json
-from lagless.spark.progress import (
-    DLQ,
-    OK,
-    BatchCounts,
-    BatchReport,
-    PartitionCount,
-    PipelineListener,
-    ProgressTracker,
-)
+from lagless.spark.progress import BatchReport, PipelineListener, ProgressTracker
 from lagless.spark.session import build_session, check_master
+from lagless.spark.storage import Storage, child, location, remove_attempt_leftovers
+from lagless.spark.windows import WindowAggregator
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +99,8 @@ class PipelineConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     topic: str = Field(min_length=1)
-    output: Path
-    checkpoint: Path
+    output: str
+    checkpoint: str
     kafka: dict[str, Any]
     group: str | None = None
     master: str = "local[*]"
@@ -129,6 +114,11 @@ class PipelineConfig(BaseModel):
     aggregates: bool = True
     window: str = "1 minute"
     watermark: str = "1 minute"
+
+    @field_validator("output", "checkpoint", mode="before")
+    @classmethod
+    def _location(cls, value: str | Path) -> str:
+        return location(value)
 
     @field_validator("trigger")
     @classmethod
@@ -178,12 +168,16 @@ class PipelineConfig(BaseModel):
         return Trigger.parse(self.trigger)
 
     @property
-    def events_path(self) -> Path:
-        return self.output / "events"
+    def events_path(self) -> str:
+        return child(self.output, "events")
 
     @property
-    def aggregates_path(self) -> Path:
-        return self.output / "aggregates"
+    def aggregates_path(self) -> str:
+        return child(self.output, "aggregates")
+
+    @property
+    def aggregates_state(self) -> str:
+        return child(self.checkpoint, "aggregates-state")
 
     def query_name(self, role: str) -> str:
         return f"lagless-{role}-{self.topic}"
@@ -198,8 +192,8 @@ class PipelineSummary:
     valid_rows: int
     dlq_rows: int
     seconds: float
-    events_path: Path
-    aggregates_path: Path | None
+    events_path: str
+    aggregates_path: str | None
     dlq_topic: str
     group: str | None
     committed: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -283,86 +277,6 @@ def kafka_stream(config: PipelineConfig) -> RawFactory:
     return raw
 
 
-# -- foreachBatch writers ------------------------------------------------------------------
-
-
-def write_batch_parquet(df: DataFrame, path: Path, partition_by: list[str]) -> None:
-    """Write one batch's rows, replacing only the partitions this batch writes."""
-    (
-        df.write.mode("overwrite")
-        .option("partitionOverwriteMode", "dynamic")
-        .partitionBy(*partition_by)
-        .parquet(str(path))
-    )
-
-
-class EventsWriter:
-    """``foreachBatch`` of the events query: counts, valid rows to Parquet, DLQ to Kafka."""
-
-    def __init__(self, config: PipelineConfig, tracker: ProgressTracker) -> None:
-        self.config = config
-        self.tracker = tracker
-        self.sink_options = {f"kafka.{k}": str(v) for k, v in config.kafka.items()}
-
-    def __call__(self, df: DataFrame, batch_id: int) -> None:
-        t0 = time.monotonic()
-        df.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            counts = self.count(df)
-            t1 = time.monotonic()
-            if any(c.outcome == OK for c in counts):
-                rows = valid_events(df).withColumn("batch_id", F.lit(batch_id))
-                write_batch_parquet(rows, self.config.events_path, ["event_date", "batch_id"])
-            t2 = time.monotonic()
-            if any(c.outcome == DLQ for c in counts):
-                (
-                    dead_letters(df)
-                    .write.format(FORMAT)
-                    .mode("append")
-                    .options(**self.sink_options)
-                    .option("topic", self.config.dlq_name)
-                    .option("batchId", str(batch_id))
-                    .save()
-                )
-            t3 = time.monotonic()
-        finally:
-            df.unpersist()
-        log.info(
-            "batch %d: read+count %.2f s, parquet %.2f s, dlq %.2f s",
-            batch_id,
-            t1 - t0,
-            t2 - t1,
-            t3 - t2,
-        )
-        self.tracker.batch_written(BatchCounts(batch_id, tuple(counts)))
-
-    @staticmethod
-    def count(df: DataFrame) -> list[PartitionCount]:
-        outcome = F.when(F.col("dlq_error_class").isNull(), OK).otherwise(DLQ)
-        rows = (
-            df.groupBy("kafka_topic", "kafka_partition", outcome.alias("outcome"))
-            .agg(
-                F.count(F.lit(1)).alias("rows"),
-                (F.avg(F.unix_micros("kafka_timestamp")) / 1e6).alias("mean_ts"),
-            )
-            .collect()
-        )
-        return [
-            PartitionCount(r.kafka_topic, r.kafka_partition, r.outcome, r.rows, r.mean_ts)
-            for r in rows
-        ]
-
-
-class AggregatesWriter:
-    """``foreachBatch`` of the aggregates query: the windows closed in this batch."""
-
-    def __init__(self, config: PipelineConfig) -> None:
-        self.path = config.aggregates_path
-
-    def __call__(self, df: DataFrame, batch_id: int) -> None:
-        write_batch_parquet(df.withColumn("batch_id", F.lit(batch_id)), self.path, ["batch_id"])
-
-
 # -- running -------------------------------------------------------------------------------
 
 
@@ -374,30 +288,35 @@ def prepare_topics(config: PipelineConfig) -> int:
     return partitions
 
 
-def start_queries(
+def start_query(
     spark: SparkSession, config: PipelineConfig, tracker: ProgressTracker, raw: RawFactory
-) -> list[StreamingQuery]:
-    trigger = config.parsed_trigger
-    queries: list[StreamingQuery] = []
-    events = parse_events(raw(spark))
-    writer = (
-        events.writeStream.queryName(config.query_name("events"))
-        .option("checkpointLocation", str(config.checkpoint / "events"))
-        .foreachBatch(EventsWriter(config, tracker))
+) -> StreamingQuery:
+    """The pipeline's one streaming query: Kafka is read once per micro-batch, and every
+    output (Parquet, DLQ, aggregates) is written from that batch."""
+    storage = Storage(spark)
+    for path in (config.events_path, config.aggregates_path):
+        remove_attempt_leftovers(storage, path)
+    windows = (
+        WindowAggregator(storage, config.aggregates_state, config.window, config.watermark)
+        if config.aggregates
+        else None
     )
-    queries.append(trigger.apply(writer).start())
-    if config.aggregates:
-        windows = aggregates(
-            valid_events(parse_events(raw(spark))), config.window, config.watermark
-        )
-        writer = (
-            windows.writeStream.queryName(config.query_name("aggregates"))
-            .outputMode("append")
-            .option("checkpointLocation", str(config.checkpoint / "aggregates"))
-            .foreachBatch(AggregatesWriter(config))
-        )
-        queries.append(trigger.apply(writer).start())
-    return queries
+    writer = EventsWriter(
+        config.events_path,
+        config.dlq_name,
+        config.kafka,
+        tracker,
+        windows,
+        config.aggregates_path if config.aggregates else None,
+    )
+    stream = (
+        parse_events(raw(spark))
+        .writeStream.queryName(config.query_name("events"))
+        .option("checkpointLocation", child(config.checkpoint, "events"))
+        .foreachBatch(writer)
+    )
+    query: StreamingQuery = config.parsed_trigger.apply(stream).start()
+    return query
 
 
 def short_error(exc: BaseException) -> str:
@@ -459,13 +378,11 @@ def run_pipeline(
     try:
         if config.source == "jvm" and raw is None:
             require_jvm_kafka(session)
-        names = [config.query_name("events")]
-        if config.aggregates:
-            names.append(config.query_name("aggregates"))
+        name = config.query_name("events")
         tracker = ProgressTracker(
             metrics,
-            names,
-            main_query=names[0],
+            [name],
+            main_query=name,
             kafka=config.kafka,
             group=config.group,
             dlq_topic=config.dlq_name,
@@ -476,7 +393,7 @@ def run_pipeline(
         try:
             started = time.monotonic()
             try:
-                queries = start_queries(session, config, tracker, raw or kafka_stream(config))
+                queries = [start_query(session, config, tracker, raw or kafka_stream(config))]
             except (CapturedException, Py4JJavaError) as exc:
                 raise LaglessError(f"cannot start the pipeline: {short_error(exc)}") from None
             wait(queries, stop)

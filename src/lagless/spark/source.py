@@ -109,6 +109,10 @@ class _KafkaReading:
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, KafkaInputPartition):
+            if getattr(partition, "value", None) is None:
+                # A batch read with nothing to read: Spark replaces an empty partition list
+                # with one InputPartition(None).
+                return iter(())
             raise TypeError(f"not a lagless-kafka partition: {partition!r}")
         return read_range(
             self.options.kafka,
