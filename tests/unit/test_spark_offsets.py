@@ -18,6 +18,7 @@ from lagless.kafka.offsets import PartitionRange
 from lagless.spark.offsets import (
     DataLossError,
     canonical,
+    cap_ranges,
     data_loss_handler,
     from_json,
     next_end,
@@ -149,3 +150,15 @@ def test_split_ranges_for_min_partitions() -> None:
         sizes = [p.records for p in mine]
         assert max(sizes) - min(sizes) <= 1
     assert sum(p.records for p in pieces) == 110
+
+
+def test_cap_ranges_max_records_per_partition() -> None:
+    ranges = [PartitionRange("t", 0, 10, 35), PartitionRange("t", 1, 0, 5)]
+    capped = cap_ranges(ranges, 10)
+    assert [(r.partition, r.start, r.end) for r in capped] == [
+        (0, 10, 18),
+        (0, 18, 26),
+        (0, 26, 35),
+        (1, 0, 5),
+    ]
+    assert cap_ranges(ranges, None) == ranges

@@ -11,7 +11,8 @@ import pytest
 
 from lagless.errors import ConfigError
 from lagless.observe.metrics import Metrics
-from lagless.spark.pipeline import PipelineConfig, Trigger, jvm_kafka_options, short_error
+from lagless.spark.kafka_conf import java_options
+from lagless.spark.pipeline import PipelineConfig, Trigger, short_error
 from lagless.spark.progress import BatchCounts, BatchReport, PartitionCount, ProgressTracker
 
 
@@ -55,13 +56,22 @@ def test_config_validation_is_one_line() -> None:
     }
     config = PipelineConfig.build(**base)
     assert config.dlq_name == "t-dlq"
-    assert config.events_path == Path("o/events")
+    assert config.events_path == "o/events"
+    uri = PipelineConfig.build(
+        **{**base, "output": "s3a://bucket/lake/", "checkpoint": "hdfs://nn:8020/ck"}
+    )
+    assert (uri.events_path, uri.checkpoint) == ("s3a://bucket/lake/events", "hdfs://nn:8020/ck")
+    assert uri.aggregates_state == "hdfs://nn:8020/ck/aggregates-state"
+    assert PipelineConfig.build(**{**base, "output": "file:///tmp/o"}).events_path == (
+        "file:///tmp/o/events"
+    )
     for bad, match in [
         ({"master": "yarn"}, "--master"),
         ({"trigger": "x"}, "--trigger"),
         ({"max_offsets_per_trigger": 0}, "max-offsets-per-trigger"),
         ({"dlq_topic": "t"}, "must differ"),
         ({"kafka": {}}, "bootstrap"),
+        ({"output": "s3a://"}, "output"),
     ]:
         with pytest.raises(ConfigError, match=match) as info:
             PipelineConfig.build(**{**base, **bad})
@@ -131,7 +141,7 @@ def test_short_error_takes_the_lagless_message_from_a_jvm_trace() -> None:
 
 
 def test_jvm_kafka_options() -> None:
-    opts = jvm_kafka_options(
+    opts = java_options(
         {
             "bootstrap.servers": "h:1",
             "security.protocol": "SASL_SSL",

@@ -24,6 +24,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from lagless.errors import ConfigError
 from lagless.spark.options import SinkOptions, SourceOptions
 from lagless.spark.schema import kafka_schema
 from lagless.spark.sink import KafkaBatchWriter, KafkaStreamWriter
@@ -50,6 +51,10 @@ class LaglessKafkaDataSource(DataSource):
         return KafkaStreamReader(SourceOptions.parse(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        if overwrite:
+            raise ConfigError(
+                "save mode overwrite is not allowed for Kafka: use append (the default)"
+            )
         return KafkaBatchWriter(SinkOptions.parse(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802

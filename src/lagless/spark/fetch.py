@@ -62,12 +62,13 @@ FETCH_REQUIRED: dict[str, Any] = {
 
 
 def fetch_conf(kafka: Mapping[str, Any]) -> dict[str, Any]:
-    """Consumer properties for a range reader (a fresh group id no one ever joins)."""
+    """Consumer properties for a range reader: the given group id (never joined, never
+    committed to) or a fresh one."""
     return {
         **FETCH_DEFAULTS,
+        "group.id": f"lagless-spark-reader-{uuid.uuid4().hex[:8]}",
         **kafka,
         **FETCH_REQUIRED,
-        "group.id": f"lagless-spark-reader-{uuid.uuid4().hex[:8]}",
     }
 
 

@@ -199,3 +199,19 @@ def split_ranges(ranges: list[PartitionRange], min_partitions: int | None) -> li
                 out.append(PartitionRange(r.topic, r.partition, begin, begin + piece))
             begin += piece
     return out
+
+
+def cap_ranges(ranges: list[PartitionRange], max_records: int | None) -> list[PartitionRange]:
+    """Split ranges so none holds more than ``max_records`` (Spark's
+    ``maxRecordsPerPartition``), in near-equal pieces."""
+    if max_records is None:
+        return ranges
+    out: list[PartitionRange] = []
+    for r in ranges:
+        parts = -(-r.records // max_records)
+        begin = r.start
+        for part in range(parts):
+            piece = (r.end - begin) // (parts - part)
+            out.append(PartitionRange(r.topic, r.partition, begin, begin + piece))
+            begin += piece
+    return out

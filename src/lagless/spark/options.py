@@ -19,7 +19,24 @@ that pickle cheaply to executors.
 - ``includeHeaders`` (default false): add the ``headers`` column.
 - ``kafkaConsumer.pollTimeoutMs`` (default 120000): a task fails when its partition yields
   nothing for this long.
-- ``kafka.*``: librdkafka properties; ``kafka.bootstrap.servers`` is required.
+- ``startingTimestamp`` / ``startingOffsetsByTimestamp`` (``{"t": {"0": ms}}``, every
+  partition): start at the first record at or after the time (they take precedence over
+  ``startingOffsets``, ``startingTimestamp`` first); ``startingOffsetsByTimestampStrategy``
+  ``error`` (default: fail when no record is that recent) or ``latest``.
+- ``endingTimestamp`` / ``endingOffsetsByTimestamp`` (batch reads): end before the first
+  record at or after the time (latest if none).
+- ``minOffsetsPerTrigger`` / ``maxTriggerDelay`` (default 15m): a micro-batch waits until that
+  many records are there or the delay has passed since the last one (not with AvailableNow).
+- ``maxRecordsPerPartition``: split offset ranges so no task reads more records.
+- ``groupIdPrefix`` (default ``lagless-spark-reader``) or ``kafka.group.id``: the group id of
+  the readers' consumers (they never join the group nor commit).
+- ``fetchOffset.numRetries`` (default 3) / ``fetchOffset.retryIntervalMs`` (default 1000): the
+  driver's offset lookups are tried that many times, that long apart, before the query fails.
+- ``kafka.*``: librdkafka properties (common Java ones translated:
+  :mod:`lagless.spark.kafka_conf`); ``kafka.bootstrap.servers`` is required.
+
+Any other option is an error: a query written for Spark's ``kafka`` format either runs with
+the same meaning or fails with one line, never with an option silently dropped.
 
 Sink options: ``topic`` (or a ``topic`` column), ``batchId`` (batch writes; streaming writes
 take the micro-batch id from Spark), ``kafka.*``.
@@ -28,20 +45,48 @@ take the micro-batch id from Spark), ``kafka.*``.
 from __future__ import annotations
 
 import json
+import re
+import uuid
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from lagless.errors import ConfigError
+from lagless.spark.kafka_conf import librdkafka_conf
 from lagless.spark.offsets import EARLIEST, PartitionOffsets, from_json
 
 KAFKA_PREFIX = "kafka."
 UNSUPPORTED = {
     "assign": "assign is not supported: use subscribe",
     "subscribepattern": "subscribePattern is not supported: use subscribe",
-    "kafka.group.id": "kafka.group.id is not used: the source never joins a group",
 }
+SOURCE_KEYS = {
+    "subscribe": "subscribe",
+    "startingoffsets": "startingOffsets",
+    "endingoffsets": "endingOffsets",
+    "startingtimestamp": "startingTimestamp",
+    "endingtimestamp": "endingTimestamp",
+    "startingoffsetsbytimestamp": "startingOffsetsByTimestamp",
+    "endingoffsetsbytimestamp": "endingOffsetsByTimestamp",
+    "startingoffsetsbytimestampstrategy": "startingOffsetsByTimestampStrategy",
+    "maxoffsetspertrigger": "maxOffsetsPerTrigger",
+    "minoffsetspertrigger": "minOffsetsPerTrigger",
+    "maxtriggerdelay": "maxTriggerDelay",
+    "minpartitions": "minPartitions",
+    "maxrecordsperpartition": "maxRecordsPerPartition",
+    "failondataloss": "failOnDataLoss",
+    "includeheaders": "includeHeaders",
+    "kafkaconsumer.polltimeoutms": "kafkaConsumer.pollTimeoutMs",
+    "groupidprefix": "groupIdPrefix",
+    "fetchoffset.numretries": "fetchOffset.numRetries",
+    "fetchoffset.retryintervalms": "fetchOffset.retryIntervalMs",
+}
+SINK_KEYS = {"topic": "topic", "batchid": "batchId", "checkpointlocation": "checkpointLocation"}
+ENDING_KEYS = ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp")
+DURATION_MS_RE = re.compile(r"^([0-9]+)\s*(ms|s|m|min|h|d)?$")
+DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+DURATION_UNITS_MS["d"] = 24 * DURATION_UNITS_MS["h"]
 
 Position = Literal["earliest", "latest"]
 
@@ -59,6 +104,19 @@ class SourceOptions(BaseModel):
     fail_on_data_loss: bool = True
     include_headers: bool = False
     poll_timeout_ms: int = Field(default=120_000, ge=1)
+    starting_timestamp: int | None = Field(default=None, ge=0)
+    starting_by_timestamp: dict[str, dict[str, int]] | None = None
+    ending_timestamp: int | None = Field(default=None, ge=0)
+    ending_by_timestamp: dict[str, dict[str, int]] | None = None
+    timestamp_strategy: Literal["error", "latest"] = "error"
+    min_offsets_per_trigger: int | None = Field(default=None, ge=1)
+    max_trigger_delay_ms: int = Field(default=15 * 60_000, ge=0)
+    max_records_per_partition: int | None = Field(default=None, ge=1)
+    group_id_prefix: str = Field(default="lagless-spark-reader", min_length=1)
+    group_id: str | None = None
+    fetch_offset_retries: int = Field(default=3, ge=1)
+    fetch_offset_retry_interval_ms: int = Field(default=1000, ge=0)
+    has_ending: bool = False
     kafka: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
@@ -68,11 +126,13 @@ class SourceOptions(BaseModel):
         for key, why in UNSUPPORTED.items():
             if key in opts:
                 raise ConfigError(why)
+        reject_unknown(opts, SOURCE_KEYS)
         raw_topics = opts.get("subscribe", "")
         topics = tuple(t.strip() for t in raw_topics.split(",") if t.strip())
         if not topics:
             raise ConfigError("option subscribe (one or more topics) is required")
         kafka = kafka_conf(opts)
+        group_id = kafka.pop("group.id", None)
         return cls(
             topics=topics,
             starting=_starting(opts.get("startingoffsets"), topics),
@@ -81,9 +141,50 @@ class SourceOptions(BaseModel):
             min_partitions=_int(opts, "minpartitions", "minPartitions"),
             fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
             include_headers=_bool(opts, "includeheaders", "includeHeaders", False),
-            poll_timeout_ms=_int(opts, "kafkaconsumer.polltimeoutms", "pollTimeoutMs") or 120_000,
+            poll_timeout_ms=_int_or(opts, "kafkaconsumer.polltimeoutms", 120_000),
+            starting_timestamp=_int(opts, "startingtimestamp", "startingTimestamp", 0),
+            starting_by_timestamp=_by_timestamp(opts, "startingoffsetsbytimestamp", topics),
+            ending_timestamp=_int(opts, "endingtimestamp", "endingTimestamp", 0),
+            ending_by_timestamp=_by_timestamp(opts, "endingoffsetsbytimestamp", topics),
+            timestamp_strategy=_strategy(opts.get("startingoffsetsbytimestampstrategy")),
+            min_offsets_per_trigger=_int(opts, "minoffsetspertrigger", "minOffsetsPerTrigger"),
+            max_trigger_delay_ms=_duration_ms(opts.get("maxtriggerdelay", "15m")),
+            max_records_per_partition=_int(
+                opts, "maxrecordsperpartition", "maxRecordsPerPartition"
+            ),
+            group_id_prefix=opts.get("groupidprefix") or "lagless-spark-reader",
+            group_id=group_id,
+            fetch_offset_retries=_int_or(opts, "fetchoffset.numretries", 3),
+            fetch_offset_retry_interval_ms=_int_or(opts, "fetchoffset.retryintervalms", 1000, 0),
+            has_ending=any(k in opts for k in ENDING_KEYS),
             kafka=kafka,
         )
+
+    def check_streaming(self) -> None:
+        """ConfigError for options a stream cannot honour (as Spark's own source rejects)."""
+        if self.has_ending:
+            raise ConfigError(
+                "endingOffsets, endingTimestamp and endingOffsetsByTimestamp are for batch "
+                "reads only; a stream reads on until it is stopped (use Trigger.AvailableNow)"
+            )
+
+    def starting_times(self) -> int | dict[str, dict[str, int]] | None:
+        """``startingTimestamp`` (all partitions) or ``startingOffsetsByTimestamp``, which
+        take precedence over ``startingOffsets`` in that order; None if neither is set."""
+        if self.starting_timestamp is not None:
+            return self.starting_timestamp
+        return self.starting_by_timestamp
+
+    def ending_times(self) -> int | dict[str, dict[str, int]] | None:
+        if self.ending_timestamp is not None:
+            return self.ending_timestamp
+        return self.ending_by_timestamp
+
+    def reader_conf(self) -> dict[str, str]:
+        """librdkafka properties of the range readers: the user's group id or a fresh one
+        under ``groupIdPrefix`` (the readers never join the group nor commit)."""
+        group = self.group_id or f"{self.group_id_prefix}-{uuid.uuid4().hex[:8]}"
+        return {**self.kafka, "group.id": group}
 
     def start_position(self, default: Position) -> Position | PartitionOffsets:
         """``earliest``, ``latest`` or explicit offsets (-2 earliest, -1 latest)."""
@@ -107,6 +208,7 @@ class SinkOptions(BaseModel):
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
         opts = {k.lower(): v for k, v in options.items()}
+        reject_unknown(opts, SINK_KEYS)
         return cls(
             topic=opts.get("topic") or None,
             batch_id=_int(opts, "batchid", "batchId", minimum=0),
@@ -114,12 +216,54 @@ class SinkOptions(BaseModel):
         )
 
 
+def reject_unknown(opts: Mapping[str, str], known: Mapping[str, str]) -> None:
+    """ConfigError naming the first option that is neither known nor ``kafka.*``."""
+    unknown = sorted(k for k in opts if k not in known and not k.startswith(KAFKA_PREFIX))
+    if unknown:
+        raise ConfigError(
+            f"unknown option {unknown[0]!r} for lagless-kafka (known: "
+            f"{', '.join(sorted(known.values()))}, kafka.*)"
+        )
+
+
 def kafka_conf(opts: Mapping[str, str]) -> dict[str, str]:
-    """The ``kafka.*`` options without their prefix; bootstrap servers required."""
+    """The ``kafka.*`` options without their prefix, as librdkafka properties (common Java
+    ones translated); bootstrap servers required."""
     conf = {k[len(KAFKA_PREFIX) :]: v for k, v in opts.items() if k.startswith(KAFKA_PREFIX)}
     if not conf.get("bootstrap.servers"):
         raise ConfigError("option kafka.bootstrap.servers is required")
-    return dict(sorted(conf.items()))
+    return librdkafka_conf(conf)
+
+
+def _duration_ms(raw: str) -> int:
+    match = DURATION_MS_RE.match(raw.strip().lower())
+    if match is None:
+        raise ConfigError(f"option maxTriggerDelay must be like 15m, 30s or 500ms, not {raw!r}")
+    return int(match.group(1)) * DURATION_UNITS_MS[match.group(2) or "ms"]
+
+
+def _strategy(raw: str | None) -> Literal["error", "latest"]:
+    text = (raw or "error").strip().lower()
+    if text == "error":
+        return "error"
+    if text == "latest":
+        return "latest"
+    raise ConfigError(
+        f"option startingOffsetsByTimestampStrategy must be error or latest, not {raw!r}"
+    )
+
+
+def _by_timestamp(
+    opts: Mapping[str, str], key: str, topics: tuple[str, ...]
+) -> dict[str, dict[str, int]] | None:
+    raw = opts.get(key)
+    if raw is None:
+        return None
+    name = SOURCE_KEYS[key]
+    doc = _offsets_json(raw, name, topics)
+    if any(ts < 0 for parts in doc.values() for ts in parts.values()):
+        raise ConfigError(f"option {name}: timestamps are milliseconds since the epoch (>= 0)")
+    return doc
 
 
 def _int(opts: Mapping[str, str], key: str, name: str, minimum: int = 1) -> int | None:
@@ -133,6 +277,11 @@ def _int(opts: Mapping[str, str], key: str, name: str, minimum: int = 1) -> int 
     if value < minimum:
         raise ConfigError(f"option {name} must be at least {minimum}, not {value}")
     return value
+
+
+def _int_or(opts: Mapping[str, str], key: str, default: int, minimum: int = 1) -> int:
+    value = _int(opts, key, SOURCE_KEYS[key], minimum)
+    return default if value is None else value
 
 
 def _bool(opts: Mapping[str, str], key: str, name: str, default: bool) -> bool:

@@ -30,7 +30,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -48,6 +48,7 @@ from lagless.observe.metrics import Metrics
 from lagless.spark.batch_writer import EventsWriter
 from lagless.spark.datasource import FORMAT
 from lagless.spark.events import parse_events
+from lagless.spark.kafka_conf import java_options
 from lagless.spark.offsets import to_json
 from lagless.spark.progress import BatchReport, PipelineListener, ProgressTracker
 from lagless.spark.session import build_session, check_master
@@ -118,7 +119,10 @@ class PipelineConfig(BaseModel):
     @field_validator("output", "checkpoint", mode="before")
     @classmethod
     def _location(cls, value: str | Path) -> str:
-        return location(value)
+        try:
+            return location(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("trigger")
     @classmethod
@@ -216,28 +220,6 @@ class PipelineSummary:
 # -- sources -------------------------------------------------------------------------------
 
 
-def jvm_kafka_options(kafka: Mapping[str, Any]) -> dict[str, str]:
-    """librdkafka settings as Java client properties (the common subset)."""
-    out = {"kafka.bootstrap.servers": str(kafka["bootstrap.servers"])}
-    for key in ("security.protocol", "sasl.mechanism"):
-        if key in kafka:
-            out[f"kafka.{key}"] = str(kafka[key])
-    if "sasl.username" in kafka:
-        module = (
-            "org.apache.kafka.common.security.scram.ScramLoginModule"
-            if str(kafka.get("sasl.mechanism", "")).startswith("SCRAM")
-            else "org.apache.kafka.common.security.plain.PlainLoginModule"
-        )
-        user, password = kafka["sasl.username"], kafka.get("sasl.password", "")
-        out["kafka.sasl.jaas.config"] = (
-            f'{module} required username="{user}" password="{password}";'
-        )
-    if "ssl.ca.location" in kafka:
-        out["kafka.ssl.truststore.type"] = "PEM"
-        out["kafka.ssl.truststore.location"] = str(kafka["ssl.ca.location"])
-    return out
-
-
 def require_jvm_kafka(spark: SparkSession) -> None:
     """LaglessError unless Spark's own Kafka connector is on the JVM classpath."""
     jvm: Any = spark.sparkContext._jvm
@@ -267,7 +249,7 @@ def kafka_stream(config: PipelineConfig) -> RawFactory:
         if config.min_partitions is not None:
             options["minPartitions"] = str(config.min_partitions)
         if config.source == "jvm":
-            options.update(jvm_kafka_options(config.kafka))
+            options.update(java_options(config.kafka))
             fmt = "kafka"
         else:
             options.update({f"kafka.{k}": str(v) for k, v in config.kafka.items()})

@@ -106,10 +106,13 @@ def log4j2_file(quiet: bool) -> Path:
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``lagless-kafka`` data source in ``spark``."""
+    """Register the ``lagless-kafka`` data source in ``spark`` (and let batch writes to it
+    use Spark's default save mode, as with Spark's own sink: :mod:`lagless.spark.save_mode`)."""
+    from lagless.spark import save_mode
     from lagless.spark.datasource import LaglessKafkaDataSource
 
     spark.dataSource.register(LaglessKafkaDataSource)
+    save_mode.install()
 
 
 def build_session(

@@ -20,10 +20,12 @@ source of truth; the pipeline's listener mirrors progress into a consumer group 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import pyarrow as pa
+from confluent_kafka import KafkaException
 from pyspark.sql.datasource import (
     DataSourceReader,
     DataSourceStreamReader,
@@ -37,13 +39,14 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from lagless.errors import ConfigError
+from lagless.errors import ClusterError, ConfigError, LaglessError
 from lagless.kafka.offsets import OffsetProbe, PartitionKey, PartitionRange
 from lagless.spark.fetch import read_range
 from lagless.spark.offsets import (
     LATEST,
     OffsetJson,
     PartitionOffsets,
+    cap_ranges,
     data_loss_handler,
     from_json,
     next_end,
@@ -54,8 +57,10 @@ from lagless.spark.offsets import (
 )
 from lagless.spark.options import Position, SourceOptions
 from lagless.spark.schema import arrow_schema
+from lagless.spark.timestamps import offsets_for_times
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class KafkaInputPartition(InputPartition):
@@ -86,24 +91,82 @@ class _KafkaReading:
             self._probe.close()
             self._probe = None
 
+    def retried(self, what: str, call: Callable[[], T]) -> T:
+        """``call()``, tried ``fetchOffset.numRetries`` times ``fetchOffset.retryIntervalMs``
+        apart on cluster errors (with a fresh probe); the last error names the attempts."""
+        attempts = self.options.fetch_offset_retries
+        for attempt in range(1, attempts + 1):
+            try:
+                return call()
+            except (ClusterError, KafkaException) as exc:
+                if attempt == attempts:
+                    raise ClusterError(
+                        f"{what} failed {attempts} times (fetchOffset.numRetries={attempts}): {exc}"
+                    ) from None
+                log.warning("%s failed (attempt %d of %d): %s", what, attempt, attempts, exc)
+                self.close_probe()
+                time.sleep(self.options.fetch_offset_retry_interval_ms / 1000)
+        raise AssertionError("unreachable")
+
     def current_partitions(self) -> list[PartitionKey]:
         return [(t, p) for t in self.options.topics for p in self.probe.partitions(t)]
 
     def latest(self) -> PartitionOffsets:
         """The true end offset of every partition the subscribed topics have now."""
-        return self.probe.end_offsets(self.current_partitions())
+        return self.retried(
+            "fetching end offsets", lambda: self.probe.end_offsets(self.current_partitions())
+        )
 
     def earliest(self, keys: Iterable[PartitionKey]) -> PartitionOffsets:
-        return self.probe.start_offsets(keys)
+        wanted = list(keys)
+        return self.retried("fetching start offsets", lambda: self.probe.start_offsets(wanted))
+
+    def for_times(
+        self, times: int | dict[str, dict[str, int]], latest: PartitionOffsets
+    ) -> dict[PartitionKey, int | None]:
+        """Offsets of the first records at or after the given times (None: no match)."""
+        if isinstance(times, int):
+            wanted = dict.fromkeys(latest, times)
+        else:
+            wanted = from_json(times)
+            missing = sorted(set(latest) - set(wanted))
+            if missing:
+                raise ConfigError(
+                    f"offsets by timestamp must name every partition; missing: {missing}"
+                )
+        earliest = self.earliest(latest)
+        return self.retried(
+            "looking up offsets by timestamp",
+            lambda: offsets_for_times(self.options.kafka, wanted, earliest, latest),
+        )
 
     def starting(self, latest: PartitionOffsets, default: Position) -> PartitionOffsets:
-        wanted = self.options.start_position(default)
-        return resolve_start(wanted, self.earliest(latest), latest)
+        times = self.options.starting_times()
+        if times is None:
+            wanted = self.options.start_position(default)
+            return resolve_start(wanted, self.earliest(latest), latest)
+        found = self.for_times(times, latest)
+        lost = sorted(k for k, o in found.items() if o is None)
+        if lost and self.options.timestamp_strategy == "error":
+            raise LaglessError(
+                f"no record at or after the starting timestamp in {lost}; set "
+                f"startingOffsetsByTimestampStrategy=latest to start those at the end"
+            )
+        return {k: latest[k] if o is None else o for k, o in found.items()}
+
+    def ending(self, latest: PartitionOffsets) -> PartitionOffsets:
+        times = self.options.ending_times()
+        if times is not None:
+            found = self.for_times(times, latest)
+            return {k: latest[k] if o is None else o for k, o in found.items()}
+        ending = self.options.ending_offsets() or {}
+        return {k: latest[k] if ending.get(k, LATEST) == LATEST else ending[k] for k in latest}
 
     def plan(self, start: PartitionOffsets, end: PartitionOffsets) -> list[KafkaInputPartition]:
         report = data_loss_handler(self.options.fail_on_data_loss)
         ranges = plan_ranges(start, end, self.earliest(end), report)
         ranges = split_ranges(ranges, self.options.min_partitions)
+        ranges = cap_ranges(ranges, self.options.max_records_per_partition)
         log.debug("planned %d ranges: %s", len(ranges), ranges)
         return [KafkaInputPartition(r) for r in ranges]
 
@@ -115,7 +178,7 @@ class _KafkaReading:
                 return iter(())
             raise TypeError(f"not a lagless-kafka partition: {partition!r}")
         return read_range(
-            self.options.kafka,
+            self.options.reader_conf(),
             partition.range,
             arrow_schema(self.schema),
             data_loss_handler(self.options.fail_on_data_loss),
@@ -127,9 +190,11 @@ class KafkaStreamReader(_KafkaReading, DataSourceStreamReader, SupportsTriggerAv
     """Micro-batches over the subscribed topics."""
 
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        options.check_streaming()
         super().__init__(options, schema)
         self._target: PartitionOffsets | None = None
         self._latest_seen: PartitionOffsets | None = None
+        self._last_trigger: float | None = None
 
     def initialOffset(self) -> OffsetJson:  # noqa: N802
         return to_json(self.starting(self.latest(), "latest"))
@@ -153,6 +218,8 @@ class KafkaStreamReader(_KafkaReading, DataSourceStreamReader, SupportsTriggerAv
             )
         latest = self._target if self._target is not None else self.latest()
         self._latest_seen = latest
+        if self.delayed(begin, latest):
+            return to_json(begin)
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         end = next_end(
             begin,
@@ -162,6 +229,25 @@ class KafkaStreamReader(_KafkaReading, DataSourceStreamReader, SupportsTriggerAv
             data_loss_handler(self.options.fail_on_data_loss),
         )
         return to_json(end)
+
+    def delayed(self, begin: PartitionOffsets, latest: PartitionOffsets) -> bool:
+        """``minOffsetsPerTrigger``: wait while fewer records are there, unless
+        ``maxTriggerDelay`` has passed since the last batch (never with AvailableNow)."""
+        minimum = self.options.min_offsets_per_trigger
+        if minimum is None or self._target is not None:
+            return False
+        now = time.monotonic()
+        available = sum(max(0, end - begin.get(key, end)) for key, end in latest.items())
+        waited_ms = None if self._last_trigger is None else (now - self._last_trigger) * 1000
+        if (
+            available < minimum
+            and waited_ms is not None
+            and waited_ms < self.options.max_trigger_delay_ms
+        ):
+            log.debug("%d records < minOffsetsPerTrigger %d: waiting", available, minimum)
+            return True
+        self._last_trigger = now
+        return False
 
     def reportLatestOffset(self) -> OffsetJson | None:  # noqa: N802
         return to_json(self._latest_seen) if self._latest_seen is not None else None
@@ -183,9 +269,6 @@ class KafkaBatchReader(_KafkaReading, DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         try:
             latest = self.latest()
-            start = self.starting(latest, "earliest")
-            ending = self.options.ending_offsets() or {}
-            end = {k: latest[k] if ending.get(k, LATEST) == LATEST else ending[k] for k in latest}
-            return self.plan(start, end)
+            return self.plan(self.starting(latest, "earliest"), self.ending(latest))
         finally:
             self.close_probe()
