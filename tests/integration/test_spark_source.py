@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from lagless.errors import LaglessError
 from lagless.kafka.offsets import OffsetProbe, PartitionRange
@@ -20,9 +23,11 @@ from lagless.kafka.records import header
 from lagless.produce.workloads import ID_HEADER
 from lagless.spark.fetch import read_range
 from lagless.spark.offsets import data_loss_handler
+from lagless.spark.options import SourceOptions
 from lagless.spark.pipeline import require_jvm_kafka
 from lagless.spark.schema import arrow_schema, kafka_schema
 from lagless.spark.sink import BATCH_ID_HEADER
+from lagless.spark.source import KafkaStreamReader
 from tests.conftest import Cluster
 from tests.integration.spark_helpers import produce_events, spark
 
@@ -186,3 +191,130 @@ def test_jvm_kafka_source_missing_is_one_clear_error(spark: SparkSession) -> Non
     with pytest.raises(LaglessError, match="--source jvm needs Spark's Kafka connector") as info:
         require_jvm_kafka(spark)
     assert "\n" not in str(info.value)
+
+
+def batch_source(spark: SparkSession, cluster: Cluster, topic: str, **options: Any) -> DataFrame:
+    reader = (
+        spark.read.format("lagless-kafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap)
+        .option("subscribe", topic)
+    )
+    for key, value in options.items():
+        reader = reader.option(key, str(value))
+    return reader.load()
+
+
+def test_batch_read_of_an_empty_range_returns_no_rows(
+    spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    topic = make_topic(partitions=2)
+    assert batch_source(spark, cluster, topic).count() == 0  # empty topic
+    produce_events(cluster.conf, topic, 20, bad_fraction=0.0)
+    assert batch_source(spark, cluster, topic, startingOffsets="latest").count() == 0
+    same = json.dumps({topic: {"0": 3, "1": 3}})
+    assert (
+        batch_source(spark, cluster, topic, startingOffsets=same, endingOffsets=same).count() == 0
+    )
+    assert batch_source(spark, cluster, topic).count() == 20
+
+
+def produce_timed(conf: dict[str, Any], topic: str, base_ms: int, count: int) -> None:
+    """``count`` records per partition (2 partitions), record i stamped base + i seconds."""
+    producer = Producer(conf)
+    for i in range(count):
+        for partition in (0, 1):
+            producer.produce(
+                topic,
+                f"{partition}-{i}".encode(),
+                partition=partition,
+                timestamp=base_ms + i * 1000,
+            )
+        producer.flush(10)  # one batch per step: the broker's own time lookup cannot help
+    assert producer.flush(30) == 0
+
+
+def test_timestamp_options_find_offsets_by_record_time(
+    spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    topic = make_topic(partitions=2)
+    base = 1_600_000_000_000  # records stamped in 2020, written now
+    produce_timed(cluster.conf, topic, base, 30)
+
+    def values(**options: Any) -> list[str]:
+        rows = batch_source(spark, cluster, topic, **options).collect()
+        return sorted(bytes(r.value).decode() for r in rows)
+
+    got = values(startingTimestamp=base + 10_000, endingTimestamp=base + 20_500)
+    assert got == sorted(f"{p}-{i}" for p in (0, 1) for i in range(10, 21))
+    by_partition = {topic: {"0": base + 25_000, "1": base + 28_000}}
+    got = values(startingOffsetsByTimestamp=json.dumps(by_partition))
+    assert got == sorted([f"0-{i}" for i in range(25, 30)] + ["1-28", "1-29"])
+    # a time after every record: an error by default, the end with strategy latest
+    late = base + 60_000
+    assert values(startingTimestamp=late, startingOffsetsByTimestampStrategy="latest") == []
+    with pytest.raises(Exception, match="no record at or after the starting timestamp"):
+        values(startingTimestamp=late)
+    # an ending time after every record reads to the end
+    assert len(values(startingTimestamp=base, endingTimestamp=late)) == 60
+
+
+def test_default_save_mode_writes_like_sparks_kafka_sink(
+    spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    topic = make_topic(partitions=1)
+    df = spark.createDataFrame([("a",), ("b",)], "value string")
+    writer = df.write.format("lagless-kafka").option("kafka.bootstrap.servers", cluster.bootstrap)
+    writer.option("topic", topic).save()  # Spark's default mode (ErrorIfExists), as for kafka
+    df.write.mode("append").format("lagless-kafka").option(
+        "kafka.bootstrap.servers", cluster.bootstrap
+    ).option("topic", topic).save()
+    assert sorted(m.value() for m in read_all(cluster.conf, topic)) == [b"a", b"a", b"b", b"b"]
+    with pytest.raises(Exception, match="overwrite is not allowed for Kafka"):
+        df.write.mode("overwrite").format("lagless-kafka").option(
+            "kafka.bootstrap.servers", cluster.bootstrap
+        ).option("topic", topic).save()
+    # other formats keep Spark's default: an existing path is an error
+    with pytest.raises(Exception, match="already exists"):
+        df.write.format("json").save(str(Path(__file__).parent))
+
+
+def test_unknown_and_batch_only_options_fail_clearly(
+    spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=1)
+    with pytest.raises(Exception, match="unknown option 'startingoffset'"):
+        batch_source(spark, cluster, topic, startingOffset="earliest").count()
+    stream = source(spark, cluster, topic, endingOffsets="latest").writeStream.format("noop")
+    query = stream.option("checkpointLocation", str(tmp_path / "ck")).start()
+    with pytest.raises(Exception, match="batch reads only"):
+        query.awaitTermination(120)
+
+
+def test_min_offsets_per_trigger_waits_for_records_or_the_max_delay(
+    cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    topic = make_topic(partitions=2)
+    produce_events(cluster.conf, topic, 10, bad_fraction=0.0, prefix="a")
+    options = SourceOptions.parse(
+        {
+            "kafka.bootstrap.servers": cluster.bootstrap,
+            "subscribe": topic,
+            "startingoffsets": "earliest",
+            "minoffsetspertrigger": "25",
+            "maxtriggerdelay": "1s",
+        }
+    )
+    reader = KafkaStreamReader(options, kafka_schema(include_headers=False))
+    try:
+        start = reader.initialOffset()
+        first = reader.latestOffset(start, ReadAllAvailable())  # the first batch never waits
+        assert sum(first[topic].values()) == 10
+        produce_events(cluster.conf, topic, 10, bad_fraction=0.0, prefix="b")
+        assert reader.latestOffset(first, ReadAllAvailable()) == first  # 10 < 25: wait
+        time.sleep(1.1)
+        second = reader.latestOffset(first, ReadAllAvailable())  # maxTriggerDelay passed
+        assert sum(second[topic].values()) == 20
+        produce_events(cluster.conf, topic, 30, bad_fraction=0.0, prefix="c")
+        assert sum(reader.latestOffset(second, ReadAllAvailable())[topic].values()) == 50
+    finally:
+        reader.stop()
