@@ -99,8 +99,8 @@ class Produced:
 class LagSample:
     """The group's lag at one moment, read by the lab (not by the instances).
 
-    ``lag_records`` = sum over partitions of (log end − committed offset), log ends from the
-    producer's acknowledged offsets; ``lag_s`` = now − timestamp of the first record not yet
+    ``lag_records`` = sum over partitions of (log end - committed offset), log ends from the
+    producer's acknowledged offsets; ``lag_s`` = now - timestamp of the first record not yet
     committed, the largest over partitions (0 when caught up).
     """
 
