@@ -250,3 +250,36 @@ def _read_jsonl(path: Path, parse: Any) -> Iterator[Any]:
             if number == len(lines):
                 return  # torn last line (no newline after it)
             raise LaglessError(f"{path}:{number}: malformed line: {exc}") from None
+
+
+@dataclass(frozen=True)
+class ScenarioReport:
+    """One row of the lab's table (and one object of ``--json``'s ``scenarios``)."""
+
+    scenario: str
+    topic: str
+    group: str
+    settings: dict[str, Any]
+    supported: bool  # False: not run (the broker cannot run it); see ``note``
+    note: str | None = None  # why the row is marked (a broker deviation), or why it was not run
+    measures: Measures | None = None
+    committed_to_end: bool | None = None  # the group committed up to the end of its topic
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "scenario": self.scenario,
+            "topic": self.topic,
+            "group": self.group,
+            "settings": self.settings,
+            "supported": self.supported,
+            "note": self.note,
+            "committed_to_end": self.committed_to_end,
+        }
+        names = (
+            "rebalances", "rebalance_s", "max_unconsumed_s", "max_lag_records", "max_lag_s",
+            "e2e_ms", "e2e_rollout_ms", "lost", "duplicated", "ownership_overlaps", "overlap_s",
+            "processed", "produced",
+        )  # fmt: skip
+        doc = self.measures.to_json() if self.measures is not None else {}
+        out.update({name: doc.get(name) for name in names})
+        return out
