@@ -26,12 +26,17 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from lagless.engine.events import EVENTS_FILE as EVENTS_FILE  # the engine defines them
-from lagless.engine.events import EventKind as EventKind
+from lagless.engine.events import EVENTS_FILE, EventKind
 from lagless.engine.ledger import read_ledger as read_ledger_lines
 from lagless.errors import LaglessError
 
 LEDGER_FILE = "ledger.tsv"
+
+__all__ = [  # EVENTS_FILE and EventKind are the engine's (lagless.engine.events)
+    "EVENTS_FILE", "LEDGER_FILE", "EventKind", "InstanceEvent", "LagSample", "Measures",
+    "Ownership", "Percentiles", "Processed", "Produced", "ScenarioData", "ScenarioReport", "Stat",
+    "Trigger", "TriggerKind", "Window", "read_events", "read_ledger", "write_events",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
