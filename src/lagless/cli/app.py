@@ -11,7 +11,18 @@ import typer
 from confluent_kafka import KafkaException
 from typer.exceptions import Abort, Exit, TyperException
 
-from lagless.cli import broker, consume, demo, lag, pipeline, plan, produce, report, topic
+from lagless.cli import (
+    broker,
+    consume,
+    demo,
+    lab,
+    lag,
+    pipeline,
+    plan,
+    produce,
+    report,
+    topic,
+)
 from lagless.cli.common import GlobalOptions, setup_logging
 from lagless.engine.poller import UNCLOSED
 from lagless.errors import ConfigError, LaglessError
@@ -59,6 +70,7 @@ app.command("lag")(lag.lag)
 app.command("plan")(plan.plan)
 app.command("report")(report.report)
 app.command("demo")(demo.demo)
+app.add_typer(lab.app, name="lab")
 
 
 def main() -> None:

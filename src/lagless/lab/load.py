@@ -13,14 +13,15 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, cast
 
 from confluent_kafka import KafkaError, Message
 
 from lagless.kafka.clients import make_producer
-from lagless.kafka.records import header_pairs, timestamp_ms
+from lagless.kafka.records import timestamp_ms
 from lagless.lab.model import Produced
-from lagless.produce.workloads import ID_HEADER, Workload, WorkloadSpec, generate
+from lagless.produce.workloads import Workload, WorkloadSpec, generate
 
 log = logging.getLogger(__name__)
 
@@ -85,25 +86,25 @@ class Load:
                     self._producer.produce(
                         self.topic, record.value, key=record.key,
                         headers=cast("list[tuple[str, str | bytes | None]]", record.headers),
-                        on_delivery=self._delivered,
+                        on_delivery=partial(self._delivered, record.id),
                     )  # fmt: skip
                     break
                 except BufferError:
                     self._producer.poll(0.05)
             self._producer.poll(0)
 
-    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
+    def _delivered(self, rid: str, err: KafkaError | None, msg: Message) -> None:
+        """A delivery report (delivery reports do not carry the headers: the id is bound)."""
         if err is not None:
             self.failed += 1
             if self.first_error is None:
                 self.first_error = err.str()
                 log.warning("lab load: delivery failed: %s", err.str())
             return
-        rid = next((v for k, v in header_pairs(msg) if k == ID_HEADER), None) or b""
         partition, offset = msg.partition() or 0, msg.offset() or 0
         ts = float(timestamp_ms(msg) or 0)
         with self._lock:
-            self.produced.append(Produced(rid.decode(), partition, offset, ts))
+            self.produced.append(Produced(rid, partition, offset, ts))
             self._ts[(partition, offset)] = ts
             if offset + 1 > self._ends.get(partition, 0):
                 self._ends[partition] = offset + 1

@@ -102,7 +102,8 @@ def broker_notes(cluster: ClusterInfo, scenario: Scenario) -> list[str]:
     if cluster.product != "Tansu":
         return notes
     if scenario.classic:
-        notes.append(f"Tansu holds every join for session.timeout.ms / 2 ({scenario.session_ms // 2000} s)")
+        hold = scenario.session_ms // 2000
+        notes.append(f"Tansu holds every join for session.timeout.ms / 2 ({hold} s)")
     if scenario.classic and scenario.assignor == "cooperative-sticky":
         notes.append("Tansu hands partitions to a newcomer without revoking them (overlaps)")
     if scenario.static:
@@ -274,13 +275,17 @@ class ScenarioRun:
         ]  # fmt: skip
         instance.start(self.cluster.bootstrap, args)
         self.instances.append(instance)
-        self.triggers.append(Trigger(instance.started_at, TriggerKind.START, instance.name, rollout))
+        self.triggers.append(
+            Trigger(instance.started_at, TriggerKind.START, instance.name, rollout)
+        )
         return instance
 
     def _stop(self, instance: Instance, rollout: int) -> None:
         instance.stop()
         assert instance.stop_sent_at is not None
-        self.triggers.append(Trigger(instance.stop_sent_at, TriggerKind.STOP, instance.name, rollout))
+        self.triggers.append(
+            Trigger(instance.stop_sent_at, TriggerKind.STOP, instance.name, rollout)
+        )
 
     def _rollout(self, k: int, sampler: LagSampler) -> None:
         """Replace every current instance once, by the surge / unavailable rules."""
