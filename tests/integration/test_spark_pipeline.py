@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -28,7 +29,9 @@ from lagless.spark.sink import BATCH_ID_HEADER
 from tests.conftest import LAGLESS, Cluster, run_cli
 from tests.integration.spark_helpers import (
     dead_letters,
+    dlq_identities,
     dlq_ids,
+    listed_parquet_ids,
     parquet_ids,
     pipeline_args,
     produce_events,
@@ -92,6 +95,8 @@ def test_available_now_run_valid_to_parquet_malformed_to_dlq_offsets_to_group(
         assert int(d["lagless-dlq-partition"]) in {0, 1, 2}
         assert int(d["lagless-dlq-offset"]) >= 0
         assert d[BATCH_ID_HEADER] in {"0", "1", "2"}
+        source = (topic, d["lagless-dlq-partition"], d["lagless-dlq-offset"])
+        assert d["lagless-dlq-id"] == "/".join(source)
 
     # the group's committed offsets are the topic's end offsets
     ends = {(r.topic, r.partition): r.end for r in topic_ranges(cluster.conf, topic)}
@@ -140,6 +145,13 @@ def test_killed_mid_batch_and_restarted_writes_each_valid_event_once(
             os.killpg(proc.pid, signal.SIGKILL)  # the CLI, its JVM and workers at once
             proc.wait(30)
     assert not (ck / "events" / "commits" / str(batch)).exists()
+    # what a killed attempt leaves (a staging folder with complete part files) is there, for
+    # sure, whatever moment the kill hit
+    done = sorted((out / "events").glob("event_date=*/batch_id=0"))
+    assert done, "batch 0 wrote nothing before the kill"
+    staged = out / "events" / ".spark-staging-killed" / done[0].parent.name / "batch_id=0"
+    shutil.copytree(done[0], staged)
+    assert listed_parquet_ids(out / "events").most_common(1)[0][1] == 2
 
     result = run_cli(*args, cluster=cluster, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -153,8 +165,15 @@ def test_killed_mid_batch_and_restarted_writes_each_valid_event_once(
     # and as a plain Parquet reader sees it (the killed attempt's files were replaced)
     ids = parquet_ids(out / "events")
     assert set(ids) == produced.valid and set(ids.values()) == {1}
-    # the DLQ is at-least-once: every malformed record, maybe twice (tagged with its batch)
+    # and as a reader that lists every file below the folder (the leftovers were removed)
+    listed = listed_parquet_ids(out / "events")
+    assert set(listed) == produced.valid and set(listed.values()) == {1}
+    assert not list((out / "events").glob(".spark-staging-*"))
+    # the DLQ is at-least-once: every malformed record, maybe twice, with one identity each
     assert set(dlq_ids(cluster.conf, f"{topic}-dlq")) == set(produced.malformed)
+    identities = dlq_identities(cluster.conf, f"{topic}-dlq")
+    assert all(len(ids) == 1 for ids in identities.values())  # one record per identity
+    assert sorted(i for ids in identities.values() for i in ids) == sorted(produced.malformed)
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
@@ -20,6 +21,7 @@ from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
 from lagless.produce.producer import run_load
 from lagless.produce.workloads import ID_HEADER, OutRecord, Workload, WorkloadSpec, generate
+from lagless.spark.events import DLQ_ID_HEADER
 from lagless.spark.session import build_session
 
 
@@ -89,6 +91,24 @@ def parquet_ids(path: Path, column: str = "order_id") -> Counter[str]:
         return Counter()
     table = ds.dataset(str(path), format="parquet", partitioning="hive").to_table(columns=[column])
     return Counter(table.column(column).to_pylist())
+
+
+def listed_parquet_ids(path: Path, column: str = "order_id") -> Counter[str]:
+    """Ids as a reader that lists files itself sees them (DuckDB's
+    ``read_parquet('events/**/*.parquet')``): every ``*.parquet`` below ``path``, hidden and
+    staging folders included, no ``_spark_metadata``, no partition discovery."""
+    ids: Counter[str] = Counter()
+    for file in sorted(path.rglob("*.parquet")):
+        ids.update(pq.read_table(file, columns=[column]).column(column).to_pylist())
+    return ids
+
+
+def dlq_identities(conf: Mapping[str, Any], topic: str) -> dict[str, set[str]]:
+    """``lagless-dlq-id`` -> the record ids sent under it (the dedupe key of the DLQ)."""
+    out: dict[str, set[str]] = {}
+    for d in dead_letters(conf, topic):
+        out.setdefault(d[DLQ_ID_HEADER], set()).add(d[ID_HEADER])
+    return out
 
 
 def dead_letters(conf: Mapping[str, Any], topic: str) -> list[dict[str, str]]:
