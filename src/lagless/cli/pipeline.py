@@ -28,8 +28,12 @@ def spark_log_level() -> str:
 def run(
     ctx: typer.Context,
     topic: Annotated[str, typer.Option("--topic", "-t", help="input topic (events workload)")],
-    output: Annotated[Path, typer.Option(help="Parquet output: DIR/events, DIR/aggregates")],
-    checkpoint: Annotated[Path, typer.Option(help="checkpoint directory (source of truth)")],
+    output: Annotated[
+        str, typer.Option(help="Parquet output, a path or URI: OUT/events, OUT/aggregates")
+    ],
+    checkpoint: Annotated[
+        str, typer.Option(help="checkpoint location, a path or URI (source of truth)")
+    ],
     group: Annotated[
         str | None, typer.Option(help="consumer group that mirrors the processed offsets")
     ] = None,
@@ -64,12 +68,16 @@ def run(
     record: Annotated[
         Path | None, typer.Option(help="write the run timeline to DIR/timeline.jsonl")
     ] = None,
+    conf: Annotated[
+        list[str] | None,
+        typer.Option("--conf", help="a Spark setting key=value (repeatable)"),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print one JSON summary")] = False,
 ) -> None:
     """Run the events pipeline: valid events to Parquet (exactly once), invalid to the DLQ."""
     from lagless.spark.pipeline import PipelineConfig, prepare_topics, run_pipeline
     from lagless.spark.progress import BatchReport
-    from lagless.spark.session import build_session
+    from lagless.spark.session import build_session, parse_conf
 
     if starting_offsets not in {"earliest", "latest"}:
         raise ConfigError(f"--starting-offsets {starting_offsets!r} is not earliest or latest")
@@ -89,6 +97,7 @@ def run(
         "source": source,
         "aggregates": aggregates,
         "watermark": watermark,
+        "spark_conf": parse_conf(conf or []),
         "kafka": {"bootstrap.servers": "unresolved:0"},
     }
     PipelineConfig.build(**values)  # bad input fails before connecting or starting Spark
@@ -115,7 +124,10 @@ def run(
 
                 stack.enter_context(Recorder(metrics, record, interval=1.0))
             spark = build_session(
-                config.master, app_name=f"lagless-pipeline-{topic}", log_level=spark_log_level()
+                config.master,
+                app_name=f"lagless-pipeline-{topic}",
+                conf=config.spark_conf,
+                log_level=spark_log_level(),
             )
             try:
                 summary = run_pipeline(

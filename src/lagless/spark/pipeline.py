@@ -61,6 +61,7 @@ KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 DURATION_RE = re.compile(r"^[0-9]+ (millisecond|second|minute|hour|day)s?$")
 TRIGGER_RE = re.compile(r"^processing-time=([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m)?$")
 POLL_S = 0.25
+PYTHON_ERROR_RE = re.compile(r"^((?:\w+\.)*\w+(?:Error|Exception): .+)$", re.MULTILINE)
 
 RawFactory = Callable[[SparkSession], DataFrame]
 
@@ -115,6 +116,7 @@ class PipelineConfig(BaseModel):
     aggregates: bool = True
     window: str = "1 minute"
     watermark: str = "1 minute"
+    spark_conf: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("output", "checkpoint", mode="before")
     @classmethod
@@ -311,6 +313,9 @@ def short_error(exc: BaseException) -> str:
         message: str = found[-1][1]
         return message.strip()
     first = next((line.strip() for line in text.splitlines() if line.strip()), repr(exc))
+    python = PYTHON_ERROR_RE.findall(text)
+    if python and "Traceback" in first:
+        first = f"{first.split('Traceback')[0].strip()} {python[-1].strip()}"
     return first[:400]
 
 
@@ -356,7 +361,9 @@ def run_pipeline(
     metrics = metrics or Metrics()
     prepare_topics(config)
     own_session = spark is None
-    session = spark or build_session(config.master, app_name=f"lagless-pipeline-{config.topic}")
+    session = spark or build_session(
+        config.master, app_name=f"lagless-pipeline-{config.topic}", conf=config.spark_conf
+    )
     try:
         if config.source == "jvm" and raw is None:
             require_jvm_kafka(session)

@@ -1,12 +1,18 @@
 """A SparkSession set up for lagless: local or standalone, quiet, data sources registered.
 
-- Python workers run this interpreter (``PYSPARK_PYTHON`` = ``sys.executable``, and
-  ``spark.pyspark.python`` for executors of a standalone cluster), so lagless is importable.
+- Local masters: Python workers run this interpreter (``PYSPARK_PYTHON`` and
+  ``spark.pyspark.python`` = ``sys.executable``), so lagless is importable.
+- Cluster masters (``spark://``): the executors' Python is not forced to the driver's path
+  (it rarely exists on the workers). It is what the user sets (``--conf
+  spark.pyspark.python=...``, a packed environment through ``spark.archives``, or
+  ``PYSPARK_PYTHON``), and it needs lagless's dependencies (pyarrow, confluent-kafka,
+  pydantic); lagless itself is shipped to the executors as a zip of its package
+  (``SparkContext.addPyFile``), so it need not be installed there.
 - Spark binds to 127.0.0.1 (``SPARK_LOCAL_IP``): the host name may resolve to an address
   Spark should not use.
-- Few shuffle partitions (the windowed aggregates' state lives in that many stores; the
-  value is fixed in a query's checkpoint), no UI, no console progress bar, UTC session time,
-  Parquet timestamps as UTC microseconds.
+- Few shuffle partitions, no UI, no console progress bar, UTC session time, Parquet
+  timestamps as UTC microseconds. Any setting can be overridden with ``conf``
+  (``lagless pipeline run --conf key=value``).
 - Spark's own log goes to stderr at WARN (or the level given) through a small log4j2 file.
 """
 
@@ -16,6 +22,7 @@ import os
 import re
 import sys
 import tempfile
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -88,11 +95,52 @@ def check_master(master: str) -> str:
     return master
 
 
-def python_env() -> None:
-    """The environment Spark's launcher and Python workers need (set before the JVM starts)."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+def is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
+def python_env(master: str, conf: Mapping[str, str]) -> None:
+    """The environment Spark's launcher and Python workers need (set before the JVM starts).
+
+    PySpark takes the workers' Python from ``PYSPARK_PYTHON`` when the SparkContext starts
+    (a ``spark.pyspark.python`` set on a session builder would be ignored), so a given
+    ``spark.pyspark.python`` is put there, as ``spark-submit`` does."""
+    if "spark.pyspark.python" in conf:
+        os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
+    elif is_local(master):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def parse_conf(items: list[str]) -> dict[str, str]:
+    """``["key=value", ...]`` (``--conf``) -> a dict; ConfigError (one line) otherwise."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--conf {item!r} is not key=value")
+        out[key.strip()] = value
+    return out
+
+
+def lagless_zip() -> Path:
+    """The lagless package as a zip for executors (rebuilt when its files change)."""
+    import lagless
+
+    package = Path(lagless.__file__).parent
+    files = sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)
+    stamp = max(p.stat().st_mtime_ns for p in files)
+    directory = Path(tempfile.gettempdir()) / "lagless-spark"
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / f"lagless-{stamp}.zip"
+    if not target.exists():
+        partial = target.with_suffix(f".{os.getpid()}.tmp")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in files:
+                archive.write(path, Path("lagless") / path.relative_to(package))
+        partial.replace(target)
+    return target
 
 
 def log4j2_file(quiet: bool) -> Path:
@@ -122,22 +170,31 @@ def build_session(
     log_level: str = "WARN",
 ) -> SparkSession:
     """Start (or reuse) the process's SparkSession, with lagless's data sources registered."""
-    python_env()
+    python_env(check_master(master), conf or {})
     log_conf = log4j2_file(quiet=log_level.upper() in {"WARN", "ERROR", "OFF"})
     java_opts = f"-Dlog4j2.configurationFile=file:{log_conf}"
-    builder = SparkSession.builder.master(check_master(master)).appName(app_name)
+    builder = SparkSession.builder.master(master).appName(app_name)
     settings = {
         **DEFAULT_CONF,
-        "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         "spark.driver.extraJavaOptions": java_opts,
         "spark.executor.extraJavaOptions": java_opts,
         "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
-        **(conf or {}),
     }
+    if is_local(master):
+        settings["spark.pyspark.python"] = sys.executable
+    settings.update(conf or {})
+    shipped = None if is_local(master) else str(lagless_zip())
+    if shipped is not None:
+        # The driver's own Python workers (data source planning) take PYTHONPATH from the JVM's
+        # environment; executors get the zip through addPyFile.
+        paths = [shipped, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if shipped is not None:
+        spark.sparkContext.addPyFile(shipped)
     if log_level.upper() != "WARN":
         # Spark resets the root level of an interactive (PySpark) driver to WARN at start.
         spark.sparkContext.setLogLevel(log_level.upper())

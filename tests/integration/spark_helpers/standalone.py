@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -110,3 +111,21 @@ def standalone_cluster(directory: Path, cores: int = 2, memory: str = "2g") -> I
         if worker is not None:
             _stop(worker)
         _stop(master)
+
+
+def python_without_lagless(directory: Path) -> Path:
+    """A Python that has lagless's dependencies (those of this venv, through a ``.pth``
+    line) but not lagless itself (this venv's editable install is a ``.pth`` file of its
+    own, which a plain path line does not process): what a worker node has when lagless is
+    not installed there."""
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(directory)], check=True)
+    python = directory / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(purelib) / "lagless-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
