@@ -203,6 +203,7 @@ class PipelineSummary:
     dlq_topic: str
     group: str | None
     committed: dict[str, dict[str, int]] = field(default_factory=dict)
+    source_ms: tuple[int, ...] = ()  # progress.source_overhead_ms of each micro-batch
 
     @property
     def records_per_s(self) -> float:
@@ -407,4 +408,5 @@ def run_pipeline(
         dlq_topic=config.dlq_name,
         group=config.group,
         committed=to_json(tracker.committed()),
+        source_ms=tuple(tracker.source_ms()),
     )

@@ -100,6 +100,14 @@ def _offsets(text: Any) -> PartitionOffsets | None:
         return None
 
 
+def source_overhead_ms(progress: Any) -> int:
+    """What a trigger spent in the source before any record was read: Spark's
+    ``durationMs.latestOffset`` (the source's ``latestOffset``) + ``durationMs.getBatch``
+    (planning the batch's partitions)."""
+    durations = progress.durationMs or {}
+    return int(durations.get("latestOffset", 0)) + int(durations.get("getBatch", 0))
+
+
 class ProgressTracker:
     """Shared by the listener thread and the ``foreachBatch`` thread (hence the lock)."""
 
@@ -127,6 +135,7 @@ class ProgressTracker:
         self._latest: PartitionOffsets = {}
         self._committed: PartitionOffsets = {}
         self._totals = Totals(0, 0, 0, 0)
+        self._source_ms: dict[int, int] = {}
 
     # -- from the foreachBatch writer -------------------------------------------------------
     def batch_written(self, counts: BatchCounts) -> None:
@@ -177,6 +186,7 @@ class ProgressTracker:
             commit = self._to_commit()
             lag = self._lag(commit or self._committed)
             if name == self.main_query:
+                self._source_ms[int(progress.batchId)] = source_overhead_ms(progress)
                 report = self._report(progress, lag)
         if commit:
             self._commit(commit)
@@ -233,6 +243,11 @@ class ProgressTracker:
             return
         self.metrics.commits.inc()
         log.debug("group %s committed %s", self.group, offsets)
+
+    def source_ms(self) -> list[int]:
+        """:func:`source_overhead_ms` of each micro-batch of the main query, in batch order."""
+        with self._lock:
+            return [self._source_ms[k] for k in sorted(self._source_ms)]
 
     def committed(self) -> PartitionOffsets:
         with self._lock:
