@@ -72,6 +72,13 @@ def run(
         list[str] | None,
         typer.Option("--conf", help="a Spark setting key=value (repeatable)"),
     ] = None,
+    source_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--source-option",
+            help="a source option key=value (e.g. fetchOffset.numRetries=5; repeatable)",
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print one JSON summary")] = False,
 ) -> None:
     """Run the events pipeline: valid events to Parquet (exactly once), invalid to the DLQ."""
@@ -98,6 +105,7 @@ def run(
         "aggregates": aggregates,
         "watermark": watermark,
         "spark_conf": parse_conf(conf or []),
+        "source_options": parse_conf(source_option or [], "--source-option"),
         "kafka": {"bootstrap.servers": "unresolved:0"},
     }
     PipelineConfig.build(**values)  # bad input fails before connecting or starting Spark

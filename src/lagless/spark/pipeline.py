@@ -52,7 +52,13 @@ from lagless.spark.kafka_conf import java_options
 from lagless.spark.offsets import to_json
 from lagless.spark.progress import BatchReport, PipelineListener, ProgressTracker
 from lagless.spark.session import build_session, check_master
-from lagless.spark.storage import Storage, child, location, remove_attempt_leftovers
+from lagless.spark.storage import (
+    Storage,
+    check_writable,
+    child,
+    location,
+    remove_attempt_leftovers,
+)
 from lagless.spark.windows import WindowAggregator
 
 log = logging.getLogger(__name__)
@@ -117,6 +123,7 @@ class PipelineConfig(BaseModel):
     window: str = "1 minute"
     watermark: str = "1 minute"
     spark_conf: dict[str, str] = Field(default_factory=dict)
+    source_options: dict[str, str] = Field(default_factory=dict)  # more source options
 
     @field_validator("output", "checkpoint", mode="before")
     @classmethod
@@ -257,6 +264,7 @@ def kafka_stream(config: PipelineConfig) -> RawFactory:
         else:
             options.update({f"kafka.{k}": str(v) for k, v in config.kafka.items()})
             fmt = FORMAT
+        options.update(config.source_options)
         return spark.readStream.format(fmt).options(**options).load()
 
     return raw
@@ -279,6 +287,8 @@ def start_query(
     """The pipeline's one streaming query: Kafka is read once per micro-batch, and every
     output (Parquet, DLQ, aggregates) is written from that batch."""
     storage = Storage(spark)
+    check_writable(storage, config.output, "output")
+    check_writable(storage, config.checkpoint, "checkpoint")
     for path in (config.events_path, config.aggregates_path):
         remove_attempt_leftovers(storage, path)
     windows = (

@@ -113,13 +113,13 @@ def python_env(master: str, conf: Mapping[str, str]) -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
-def parse_conf(items: list[str]) -> dict[str, str]:
+def parse_conf(items: list[str], flag: str = "--conf") -> dict[str, str]:
     """``["key=value", ...]`` (``--conf``) -> a dict; ConfigError (one line) otherwise."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"--conf {item!r} is not key=value")
+            raise ConfigError(f"{flag} {item!r} is not key=value")
         out[key.strip()] = value
     return out
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import logging
 import re
+import uuid
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lagless.errors import ConfigError
+from lagless.errors import ConfigError, LaglessError
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,26 @@ class Storage:
             return "\n".join(lines)
         finally:
             stream.close()
+
+
+def java_message(exc: BaseException) -> str:
+    """The JVM exception's own message (``Py4JJavaError`` prints a whole Java trace)."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        text = str(java.toString())
+        return text.split("\n", 1)[0]
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+
+
+def check_writable(storage: Storage, where: str, what: str) -> None:
+    """LaglessError (one line, naming the cause) unless a folder can be created at ``where``
+    and a file written and deleted in it."""
+    probe = child(where, f"_lagless_write_check_{uuid.uuid4().hex[:8]}")
+    try:
+        storage.write_text(probe, "")
+        storage.delete(probe)
+    except Exception as exc:  # Py4JJavaError from any Hadoop FileSystem
+        raise LaglessError(f"{what} {where} is not writable: {java_message(exc)}") from None
 
 
 def remove_attempt_leftovers(storage: Storage, output: str) -> list[str]:
