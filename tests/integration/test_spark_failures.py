@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -22,7 +23,13 @@ from lagless.kafka.admin import create_topic
 from lagless.spark.pipeline import PipelineConfig, PipelineSummary, run_pipeline
 from lagless.spark.progress import BatchReport
 from tests.conftest import Cluster, run_cli, unique
-from tests.integration.spark_helpers import parquet_ids, pipeline_args, produce_events, spark
+from tests.integration.spark_helpers import (
+    Produced,
+    parquet_ids,
+    pipeline_args,
+    produce_events,
+    spark,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 __all__ = ["spark"]
@@ -98,22 +105,30 @@ def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def test_broker_frozen_for_seconds_is_waited_out_and_nothing_is_lost(
-    spark: SparkSession, own_broker: tuple[Cluster, int], tmp_path: Path
-) -> None:
-    broker, pid = own_broker
+def frozen_setup(
+    broker: Cluster, tmp_path: Path, events: int, **settings: Any
+) -> tuple[Produced, PipelineConfig]:
+    """A topic of ``events`` valid events on ``broker``, and a pipeline over it."""
     topic = unique("t")
     create_topic(broker.conf, topic, 2)
-    produced = produce_events(broker.conf, topic, 600, bad_fraction=0.0)
+    produced = produce_events(broker.conf, topic, events, bad_fraction=0.0)
     config = PipelineConfig.build(
         topic=topic,
         output=tmp_path / "out",
         checkpoint=tmp_path / "ck",
         kafka=broker.conf,
-        max_offsets_per_trigger=150,
         aggregates=False,
         master="local[2]",
+        **settings,
     )
+    return produced, config
+
+
+def test_broker_frozen_for_seconds_is_waited_out_and_nothing_is_lost(
+    spark: SparkSession, own_broker: tuple[Cluster, int], tmp_path: Path
+) -> None:
+    broker, pid = own_broker
+    produced, config = frozen_setup(broker, tmp_path, 600, max_offsets_per_trigger=150)
     runner, reports, result = run_in_thread(config, spark)
     wait_for(lambda: len(reports) >= 1 or bool(result), 240, "no batch finished")
     os.kill(pid, signal.SIGSTOP)
@@ -132,17 +147,11 @@ def test_broker_frozen_for_good_fails_in_bounded_time_with_one_line(
     spark: SparkSession, own_broker: tuple[Cluster, int], tmp_path: Path
 ) -> None:
     broker, pid = own_broker
-    topic = unique("t")
-    create_topic(broker.conf, topic, 2)
-    produce_events(broker.conf, topic, 100, bad_fraction=0.0)
-    config = PipelineConfig.build(
-        topic=topic,
-        output=tmp_path / "out",
-        checkpoint=tmp_path / "ck",
-        kafka=broker.conf,
+    _, config = frozen_setup(
+        broker,
+        tmp_path,
+        100,
         trigger="processing-time=500ms",
-        aggregates=False,
-        master="local[2]",
         source_options={
             "fetchOffset.numRetries": "2",
             "fetchOffset.retryIntervalMs": "100",

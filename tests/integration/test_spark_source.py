@@ -35,15 +35,21 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 __all__ = ["spark"]
 
 
-def source(spark: SparkSession, cluster: Cluster, topic: str, **options: Any) -> DataFrame:
+def with_options(reader: Any, cluster: Cluster, topic: str, options: dict[str, Any]) -> DataFrame:
+    """``reader`` (``spark.read`` or ``spark.readStream``) of lagless-kafka on ``topic``."""
     reader = (
-        spark.readStream.format("lagless-kafka")
+        reader.format("lagless-kafka")
         .option("kafka.bootstrap.servers", cluster.bootstrap)
         .option("subscribe", topic)
     )
     for key, value in options.items():
         reader = reader.option(key, str(value))
-    return reader.load()
+    result: DataFrame = reader.load()
+    return result
+
+
+def source(spark: SparkSession, cluster: Cluster, topic: str, **options: Any) -> DataFrame:
+    return with_options(spark.readStream, cluster, topic, options)
 
 
 def run_available_now(df: DataFrame, checkpoint: Path) -> list[list[tuple[int, int, str]]]:
@@ -194,14 +200,7 @@ def test_jvm_kafka_source_missing_is_one_clear_error(spark: SparkSession) -> Non
 
 
 def batch_source(spark: SparkSession, cluster: Cluster, topic: str, **options: Any) -> DataFrame:
-    reader = (
-        spark.read.format("lagless-kafka")
-        .option("kafka.bootstrap.servers", cluster.bootstrap)
-        .option("subscribe", topic)
-    )
-    for key, value in options.items():
-        reader = reader.option(key, str(value))
-    return reader.load()
+    return with_options(spark.read, cluster, topic, options)
 
 
 def test_batch_read_of_an_empty_range_returns_no_rows(

@@ -73,7 +73,8 @@ def invalid_reason(e: Column, value: Column) -> Column:
 
 def parse_events(raw: DataFrame) -> DataFrame:
     """Kafka rows -> event columns, source coordinates, ``dlq_error_class``/``dlq_error``
-    (null for valid rows), and the original ``key``, ``value`` and ``headers``."""
+    (null for valid rows), and the original ``key``, ``value`` and ``headers`` (headers of
+    invalid rows only: valid rows do not need them)."""
     text = F.col("value").cast("string")
     parsed = F.from_json(text, EVENT_SCHEMA, PARSE_OPTIONS)
     headers = F.col("headers") if "headers" in raw.columns else F.lit(None)
@@ -91,7 +92,8 @@ def parse_events(raw: DataFrame) -> DataFrame:
     return staged.select(
         "key",
         "value",
-        "headers",
+        # only dead letters carry their headers on: nested columns are costly to cache
+        F.when(reason.isNotNull(), F.col("headers")).alias("headers"),
         *SOURCE_COLUMNS,
         *(F.col("e")[name].alias(name) for name in EVENT_COLUMNS),
         reason["cls"].alias("dlq_error_class"),
@@ -143,20 +145,4 @@ def dead_letters(parsed: DataFrame) -> DataFrame:
         "key",
         "value",
         F.concat(F.coalesce(F.col("headers"), empty), F.array(*extra)).alias("headers"),
-    )
-
-
-def aggregates(valid: DataFrame, window: str, watermark: str) -> DataFrame:
-    """Per ``window`` and country: event count and amount sum, closed by the watermark."""
-    return (
-        valid.withWatermark("event_ts", watermark)
-        .groupBy(F.window("event_ts", window), F.col("country"))
-        .agg(F.count(F.lit(1)).alias("events"), F.sum("amount").alias("amount"))
-        .select(
-            F.col("window.start").alias("window_start"),
-            F.col("window.end").alias("window_end"),
-            "country",
-            "events",
-            "amount",
-        )
     )

@@ -164,7 +164,11 @@ class _KafkaReading:
 
     def plan(self, start: PartitionOffsets, end: PartitionOffsets) -> list[KafkaInputPartition]:
         report = data_loss_handler(self.options.fail_on_data_loss)
-        ranges = plan_ranges(start, end, self.earliest(end), report)
+        # Only partitions new since ``start`` need their earliest offset (one round trip
+        # each); records deleted under a known partition are found when it is read
+        # (auto.offset.reset=error), as Spark's own source finds them.
+        new = [key for key in end if key not in start]
+        ranges = plan_ranges(start, end, self.earliest(new) if new else {}, report)
         ranges = split_ranges(ranges, self.options.min_partitions)
         ranges = cap_ranges(ranges, self.options.max_records_per_partition)
         log.debug("planned %d ranges: %s", len(ranges), ranges)
