@@ -12,7 +12,9 @@ Spark's text source on JSON-lines files holding the same values (shaped into Kaf
 A small warm-up of both paths runs first so neither pays for JVM/JIT/Python-worker start-up.
 ``seconds`` runs from the start of the query to its end. ``ratio`` = Kafka records/s / files
 records/s (target >= 0.8 at 1M events). ``source_ms_per_trigger`` = Spark's
-``durationMs.latestOffset + durationMs.getBatch`` of each trigger (target <= 50 ms for Kafka).
+``durationMs.latestOffset + durationMs.getBatch`` of each trigger; ``steady_source_ms_*``: the
+same for the triggers of a processing-time query that a producer feeds (target <= 50 ms for
+every trigger after the first, which also pays Spark's one-off start of the source).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -38,6 +41,7 @@ from lagless.kafka.admin import create_topic
 from lagless.produce.producer import run_load
 from lagless.produce.workloads import OutRecord, Workload, WorkloadSpec, generate
 from lagless.spark.pipeline import PipelineConfig, PipelineSummary, run_pipeline
+from lagless.spark.progress import BatchReport
 from lagless.spark.session import build_session
 
 RATIO_TARGET = 0.8  # Kafka records/s over files records/s, at 1M events
@@ -103,6 +107,45 @@ def run(
     return run_pipeline(config, spark=spark, raw=raw)
 
 
+def steady_triggers(
+    spark: SparkSession, conf: dict[str, Any], work: Path, partitions: int, triggers: int
+) -> list[int]:
+    """``source_ms`` of each trigger of a running query (processing-time=1s) over a topic a
+    producer feeds (2,000 events per trigger): what a long-running pipeline pays per trigger,
+    where every ``latestOffset`` asks the broker (unlike available-now batches after the
+    first, which reuse the target fixed at start)."""
+    topic = f"bench-steady-{uuid.uuid4().hex[:8]}"
+    create_topic(conf, topic, partitions)
+    config = PipelineConfig.build(
+        topic=topic,
+        output=work / "steady-out",
+        checkpoint=work / "steady-ck",
+        kafka=conf,
+        trigger="processing-time=1s",
+        dlq_topic=f"{topic}-dlq",
+    )
+    stop = threading.Event()
+    done: list[PipelineSummary] = []
+    batches: list[BatchReport] = []
+    runner = threading.Thread(
+        target=lambda: done.append(
+            run_pipeline(config, spark=spark, stop=stop, on_batch=batches.append)
+        )
+    )
+    runner.start()
+    try:
+        for i in range(triggers * 4):
+            records = make_events(2000, seed=100 + i)
+            run_load(conf, topic, iter(records), count=len(records))
+            if len(batches) >= triggers:
+                break
+            time.sleep(1.0)
+    finally:
+        stop.set()
+        runner.join()
+    return list(done[0].source_ms)
+
+
 def prepare(
     conf: dict[str, Any], work: Path, n: int, partitions: int, seed: int
 ) -> tuple[str, Path, float]:
@@ -138,6 +181,7 @@ def main() -> None:
     parser.add_argument("--max-offsets-per-trigger", type=int, default=None)
     parser.add_argument("--no-aggregates", dest="aggregates", action="store_false")
     parser.add_argument("--warmup", type=int, default=5000)
+    parser.add_argument("--triggers", type=int, default=8, help="of the steady-state run")
     args = parser.parse_args()
 
     started = time.monotonic()
@@ -156,6 +200,7 @@ def main() -> None:
             topic, files, produce_rate = prepare(conf, work, args.events, args.partitions, 2)
             kafka = run(spark, conf, topic, work, args, None)
             from_files = run(spark, conf, topic, work, args, files)
+            steady = steady_triggers(spark, conf, work, args.partitions, args.triggers)
         finally:
             spark.stop()
     result = {
@@ -172,10 +217,13 @@ def main() -> None:
         "files": side(from_files),
         "ratio": round(kafka.records_per_s / from_files.records_per_s, 3),
         "ratio_target": RATIO_TARGET,
+        "steady_source_ms_per_trigger": steady,
+        "steady_source_ms_max_after_first": max(steady[1:], default=None),
         "source_ms_target": SOURCE_MS_TARGET,
         "targets_met": {
             "ratio": kafka.records_per_s / from_files.records_per_s >= RATIO_TARGET,
-            "source_ms": max(kafka.source_ms, default=0) <= SOURCE_MS_TARGET,
+            "source_ms_after_first": max(steady[1:], default=SOURCE_MS_TARGET + 1)
+            <= SOURCE_MS_TARGET,
         },
         "same_valid_rows": kafka.valid_rows == from_files.valid_rows,
         "total_seconds": round(time.monotonic() - started, 1),

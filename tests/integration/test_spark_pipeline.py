@@ -185,6 +185,8 @@ def test_killed_mid_batch_and_restarted_writes_each_valid_event_once(
         (["--starting-offsets", "yesterday"], "--starting-offsets"),
         (["--source", "scala"], "--source"),
         (["--watermark", "a while"], "watermark"),
+        (["--conf", "spark.executor.memory"], "--conf"),
+        (["--source-option", "=1"], "--source-option"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -238,10 +240,10 @@ def test_windowed_aggregates_and_metrics(
     ]
     late_marker = ("m", "US", 1.0, base + timedelta(minutes=10))
     produce_orders(cluster.conf, topic, [*orders, late_marker])
-    config = PipelineConfig.build(
+    config = PipelineConfig.build(  # locations as URIs, as Spark takes them
         topic=topic,
-        output=tmp_path / "out",
-        checkpoint=tmp_path / "ck",
+        output=f"file://{tmp_path}/out",
+        checkpoint=f"file://{tmp_path}/ck",
         kafka=cluster.conf,
         group=group,
         master="local[2]",
@@ -262,6 +264,18 @@ def test_windowed_aggregates_and_metrics(
     got = {(r["window_start"], r["country"]): (r["events"], r["amount"]) for r in table.to_pylist()}
     assert got == expected
     assert table.num_rows == len(expected)  # each window once
+    assert summary.events_path == f"file://{tmp_path}/out/events"
+    assert (tmp_path / "ck" / "events" / "commits").is_dir()
+    assert list((tmp_path / "ck" / "aggregates-state").glob("*.json"))
+
+    # a second run with later events: the watermark state carries over, minute 10 closes once
+    produce_orders(cluster.conf, topic, [("n", "US", 2.0, base + timedelta(minutes=12))])
+    again = run_pipeline(config, spark=spark)
+    assert (again.input_rows, again.batches) == (1, 1)
+    table = ds.dataset(str(tmp_path / "out" / "aggregates"), partitioning="hive").to_table()
+    rows = {(r["window_start"], r["country"]): r["events"] for r in table.to_pylist()}
+    assert rows[(base + timedelta(minutes=10), "US")] == 1
+    assert table.num_rows == len(expected) + 1
 
     samples = {s.name: s.value for m in metrics.registry.collect() for s in m.samples}
     assert samples["lagless_batches_total"] == 1

@@ -3,8 +3,8 @@
 Spark reports a finished micro-batch with ``onQueryProgress``; its source ``endOffset`` is what
 the batch processed. The :class:`ProgressTracker` mirrors that into a Kafka consumer group
 (``alter_consumer_group_offsets``; the group never has members), so ``lagless lag`` and any
-Kafka lag tool see the pipeline's lag. With several queries over the same topic (the events and
-the aggregates), the group gets the per-partition minimum: an offset is committed once every
+Kafka lag tool see the pipeline's lag. The pipeline runs one query; given several queries over
+the same topic, the group gets the per-partition minimum: an offset is committed once every
 query has processed it. The checkpoint stays the source of truth: a failed commit is logged,
 never fatal, and a restarted pipeline ignores the group.
 
