@@ -29,10 +29,6 @@ from lagless.observe.svg import PALETTE, Chart, Mark, Series, render
 TITLE = "lagless rebalance lab"
 EXTRA_STYLE = """
 .note { color: #8a4b00; }
-.strip .owned { opacity: 0.35; }
-.strip .overlap { fill: none; stroke-width: 1.5; }
-.strip .rollout { fill: #fff3c4; }
-.strip .trigger { stroke: #333; stroke-width: 1; }
 section { border-top: 1px solid #ddd; margin-top: 28px; }
 """
 
