@@ -26,6 +26,7 @@ from lagless.lab.scenarios import DEFAULT_SCENARIOS, parse_scenarios
 app = typer.Typer(help="Experiments on a live cluster.", no_args_is_help=True)
 
 BEST_KEYS = ("scenario", "figure", "ratio")
+TABLE_WIDTH = 132  # the table is not wrapped into 80 columns when piped
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -36,8 +37,8 @@ def table(broker: str, reports: list[ScenarioReport]) -> Table:
     """The article's table: scenarios as rows, the measures as columns."""
     out = Table(title=f"rebalance lab on {broker}", title_justify="left")
     for name in (
-        "scenario", "rebalances", "rebalance s avg/max", "max unconsumed s", "max lag",
-        "max lag s", "e2e ms p50/p99/max", "lost", "dup", "overlaps",
+        "scenario", "rebalances", "rebalance s\navg / max", "max\nunconsumed s",
+        "max lag\nrecords", "max lag\ns", "e2e ms\np50 / p99 / max", "lost", "dup", "overlaps",
     ):  # fmt: skip
         out.add_column(name, justify="left" if name == "scenario" else "right")
     for r in reports:
@@ -152,7 +153,7 @@ def rebalance(
         }
         print_json(doc)
     else:
-        out_console.print(table(cluster.name, reports))
+        out_console.print(table(cluster.name, reports), width=max(out_console.width, TABLE_WIDTH))
         for line in notes(reports, best):
             out_console.print(line, soft_wrap=True)
         out_console.print(f"page: {page}", soft_wrap=True)
