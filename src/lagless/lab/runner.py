@@ -99,6 +99,10 @@ ShowFn = Callable[[Status], None]
 def broker_notes(cluster: ClusterInfo, scenario: Scenario) -> list[str]:
     """Deviations of the cluster that change what a scenario shows (measured: docs/broker.md)."""
     notes: list[str] = []
+    if cluster.product.startswith("librdkafka") and scenario.classic:
+        notes.append("the mock cluster waits session.timeout.ms - 1 s in every classic rebalance")
+        if scenario.static:
+            notes.append("the mock cluster's classic protocol ignores static membership")
     if cluster.product != "Tansu":
         return notes
     if scenario.classic:
@@ -178,6 +182,11 @@ class ScenarioRun:
         load.start()
         if not self.scenario.classic:
             self.phase("asking the broker for KIP-848")
+            try:
+                self._wait(lambda: bool(load.ends()), None, 30, "the topic received no record")
+            except LaglessError:
+                load.stop()
+                raise
             if not supports_kip848(self.conf, self.topic):
                 load.stop()
                 reason = (
@@ -371,14 +380,14 @@ class ScenarioRun:
                     consuming |= set(event.partitions) & owned
         return len(consuming) >= self.partitions
 
-    def _sleep(self, seconds: float, sampler: LagSampler) -> None:
+    def _sleep(self, seconds: float, sampler: LagSampler | None) -> None:
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
             time.sleep(min(left, TICK_S))
             self.tick(sampler)
 
     def _wait(
-        self, done: Callable[[], bool], sampler: LagSampler, timeout: float, what: str
+        self, done: Callable[[], bool], sampler: LagSampler | None, timeout: float, what: str
     ) -> None:
         deadline = time.monotonic() + timeout
         while not done():
