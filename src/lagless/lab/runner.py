@@ -34,6 +34,7 @@ from lagless.lab.load import Load
 from lagless.lab.measures import measure
 from lagless.lab.model import (
     EventKind,
+    InstanceEvent,
     ScenarioData,
     ScenarioReport,
     Trigger,
@@ -113,6 +114,22 @@ def broker_notes(cluster: ClusterInfo, scenario: Scenario) -> list[str]:
     if scenario.static:
         notes.append("Tansu's static membership does not avoid the rebalance on a restart")
     return notes
+
+
+def consumed_now(events: list[InstanceEvent]) -> set[int]:
+    """The partitions one instance owns and has consumed since their assignment."""
+    owned: set[int] = set()
+    consuming: set[int] = set()
+    for event in events:
+        parts = set(event.partitions)
+        if event.kind is EventKind.ASSIGNED:
+            owned |= parts
+        elif event.kind in (EventKind.REVOKED, EventKind.LOST):
+            owned -= parts
+            consuming -= parts
+        elif event.kind is EventKind.CONSUMING:
+            consuming |= parts & owned
+    return consuming
 
 
 class ScenarioRun:
@@ -367,17 +384,8 @@ class ScenarioRun:
         """Every partition has an owner that consumed it since its assignment."""
         consuming: set[int] = set()
         for instance in self.instances:
-            if not instance.running:
-                continue
-            owned: set[int] = set()
-            for event in instance.events():
-                if event.kind is EventKind.ASSIGNED:
-                    owned |= set(event.partitions)
-                elif event.kind in (EventKind.REVOKED, EventKind.LOST):
-                    owned -= set(event.partitions)
-                    consuming -= set(event.partitions)
-                elif event.kind is EventKind.CONSUMING:
-                    consuming |= set(event.partitions) & owned
+            if instance.running:
+                consuming |= consumed_now(instance.events())
         return len(consuming) >= self.partitions
 
     def _sleep(self, seconds: float, sampler: LagSampler | None) -> None:
