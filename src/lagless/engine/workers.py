@@ -1,4 +1,5 @@
-"""Workers: where handlers run. Threads by default, a process pool for CPU-bound handlers.
+"""Workers: where handlers run. Threads by default, a process pool for CPU-bound handlers,
+an event loop for ``async def`` handlers (:mod:`lagless.engine.aio`).
 
 The poll loop calls :meth:`Workers.submit` only for records it has decided to start (at most
 ``max_in_flight`` at once), so every submitted record starts as soon as a worker is free.
@@ -134,6 +135,17 @@ def make_workers(
     policy: RetryPolicy,
     completions: SimpleQueue[object],
 ) -> Workers:
+    """Where ``handler`` runs: an event loop if it is ``async def``, else processes or
+    threads."""
+    from lagless.engine.aio import AsyncWorkers, is_async  # aio builds on this module
+
+    if is_async(handler):
+        if processes:
+            raise ConfigError(
+                "an async handler runs on the engine's event loop: --processes is for "
+                "blocking, CPU-bound handlers"
+            )
+        return AsyncWorkers(handler, policy, completions)
     if processes:
         return ProcessWorkers(processes, handler, policy, completions)
     return ThreadWorkers(threads, handler, policy, completions)
