@@ -35,6 +35,10 @@ async def _coroutine_handler(record: Record) -> None:
     raise AssertionError("must not run")
 
 
+def _returns_coroutine(record: Record) -> object:
+    return _coroutine_handler(record)  # a sync function forgetting to await
+
+
 def _generator_handler(record: Record) -> Iterator[int]:
     yield 1
 
@@ -42,7 +46,7 @@ def _generator_handler(record: Record) -> Iterator[int]:
 def test_a_sync_handler_returning_a_coroutine_or_generator_fails_without_a_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for handler in (lambda r: _coroutine_handler(r), _generator_handler):
+        for handler in (_returns_coroutine, _generator_handler):
             outcome = execute(handler, RECORD, RetryPolicy(retries=0))
             assert not outcome.ok and outcome.error_class == "UnsupportedResultError"
             assert "never ran" in outcome.error_message
