@@ -304,11 +304,13 @@ class Engine:
         if state is None:
             return
         state.dead_letters -= 1
-        if letter.error is not None:
+        if letter.error is not None:  # not dead-lettered: stop, the record uncommitted
             self._fail(
-                ClusterError(
-                    f"cannot write the dead letter of {letter.record.coordinates} "
-                    f"to {self.config.dlq_topic!r}: {letter.error}"
+                RecordError(
+                    f"cannot write the dead letter to {self.config.dlq_topic!r} "
+                    f"({letter.error}) of a record that failed: "
+                    f"{letter.outcome.error_class}: {letter.outcome.error_message}",
+                    letter.record.coordinates,
                 )
             )
             return
@@ -648,6 +650,9 @@ class Engine:
         self._commit(list(self._states.values()), sync=True)
 
     def _close(self) -> None:
+        if self._dlq is not None:  # dead letters delivered count before the last commit
+            self._dlq.flush(10.0)
+            self._collect(wait=0.0)
         if not self._stopping and self._consumer is not None:
             try:  # an error ended the loop: still commit what is safe
                 self._commit(list(self._states.values()), sync=True)
