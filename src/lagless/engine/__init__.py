@@ -24,7 +24,8 @@ Library API (stable; the CLI, the demo and the planner call it in-process)::
 
 Returns a :class:`RunSummary`; raises ``RecordError`` when a record fails with
 ``on_failure=stop``, ``ClusterError`` on a fatal consumer or DLQ error (after committing what
-is safe). Module map: ``poller`` (the loop), ``ordering``, ``tracker`` + ``offset_map``,
+is safe). Module map: ``poller`` (the loop; its parts ``core``, ``completions``,
+``committing``, ``rebalance``, ``watch``), ``ordering``, ``tracker`` + ``offset_map``,
 ``backpressure``, ``commit``, ``retry``, ``dlq``, ``workers``, ``config``, ``summary``.
 """
 
