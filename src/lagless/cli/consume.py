@@ -3,46 +3,23 @@
 from __future__ import annotations
 
 import contextlib
-import signal
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
-from typing import Annotated, Any, cast
+from typing import Annotated, cast
 
 import typer
-from rich.progress import Progress as Bar
-from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from lagless.cli.common import interactive, kafka_conf, out_console, print_json
+from lagless.cli.common import interactive, kafka_conf
+from lagless.cli.consume_run import run_consume
 from lagless.engine import (
     EngineConfig,
-    Handler,
     OnFailure,
     Ordering,
-    Progress,
-    RunSummary,
     load_handler,
-    run_engine,
 )
 from lagless.engine.config import Assignor, OffsetReset
 from lagless.errors import ConfigError
 from lagless.observe.metrics import Metrics
-
-
-@contextlib.contextmanager
-def stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGTERM/SIGINT set ``stop`` (the engine drains, commits and closes)."""
-
-    def handle(signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 @contextlib.contextmanager
@@ -55,17 +32,6 @@ def recording(metrics: Metrics, directory: Path | None) -> Iterator[None]:
 
     with Recorder(metrics, directory):
         yield
-
-
-def describe(summary: RunSummary) -> str:
-    e2e = summary.e2e_ms
-    latency = f", e2e p50 {e2e.p50} ms p99 {e2e.p99} ms" if e2e.p50 is not None else ""
-    return (
-        f"processed {summary.processed} records ({summary.dlq} to the DLQ, {summary.skipped} "
-        f"skipped) in {summary.seconds} s: {summary.records_per_s:.0f} records/s; "
-        f"{summary.commits} commits, {summary.rebalances} rebalances, {summary.pauses} pauses, "
-        f"max in flight {summary.max_in_flight_seen}{latency}"
-    )
 
 
 def consume(
@@ -176,39 +142,14 @@ def consume(
     metrics = Metrics()
     if metrics_port is not None:
         metrics.serve(metrics_port)
-    stop = threading.Event()
-    with stop_on_signals(stop), recording(metrics, record):
-        if interactive() and not as_json:
-            summary = run_with_progress(conf, config, run_handler, metrics, stop)
-        else:
-            summary = run_engine(conf, config, run_handler, metrics=metrics, stop=stop)
-    if as_json:
-        print_json(summary.to_json())
-    else:
-        out_console.print(describe(summary))
-
-
-def run_with_progress(
-    conf: Mapping[str, Any],
-    config: EngineConfig,
-    run_handler: Handler,
-    metrics: Metrics,
-    stop: threading.Event,
-) -> RunSummary:
-    """The engine with a one-line live status on the terminal."""
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Bar(*columns, console=out_console, transient=True) as bar:
-        task = bar.add_task("joining the group")
-
-        def show(p: Progress) -> None:
-            rate = p.processed / p.seconds if p.seconds else 0.0
-            bar.update(
-                task,
-                description=(
-                    f"{p.processed} processed ({rate:.0f}/s), {p.in_flight} in flight, "
-                    f"{p.dlq} dlq, lag {p.lag_records}, {p.assigned} partitions, "
-                    f"{p.paused} paused"
-                ),
-            )
-
-        return run_engine(conf, config, run_handler, metrics=metrics, stop=stop, on_progress=show)
+    with recording(metrics, record):
+        code = run_consume(
+            conf,
+            config,
+            run_handler,
+            metrics,
+            as_json=as_json,
+            progress=interactive() and not as_json,
+        )
+    if code:
+        raise typer.Exit(code)

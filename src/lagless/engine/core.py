@@ -23,7 +23,7 @@ from lagless.engine.dlq import DeadLetterQueue
 from lagless.engine.handlers import Handler
 from lagless.engine.ordering import Dispatcher
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionKey, PartitionState
-from lagless.engine.summary import LatencyLog, Progress
+from lagless.engine.summary import LatencyLog, Progress, Timing
 from lagless.engine.workers import Workers
 from lagless.errors import LaglessError
 from lagless.observe.metrics import Metrics
@@ -73,8 +73,10 @@ class EngineCore:
         self._metadata_kept: bool | None = None
         self._failure: LaglessError | None = None
         self._stopping = False
+        self._hurry = False  # stop at once: no drain, commit what is safe (a second Ctrl-C)
         self._closing = False
         self._started = time.monotonic()
+        self._timing = Timing(self._started)  # the run's figures: see Timing
         self._last_activity = self._started
         self._next_watch = self._started
         self._last_poll = self._started
@@ -92,6 +94,7 @@ class EngineCore:
         state.finished += 1
         state.metrics.finished[kind].inc()
         self._policy.finished()
+        self._timing.last_finished = time.monotonic()
 
     def _fail(self, failure: LaglessError) -> None:
         if self._failure is None:

@@ -20,6 +20,8 @@ class Rebalancing(EngineCore):
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         started = time.monotonic()
+        if self._timing.first_assigned is None:
+            self._timing.first_assigned = started
         self._rebalances += 1
         self.metrics.rebalances.labels("assign").inc()
         fresh = [tp for tp in partitions if (tp.topic, tp.partition) not in self._states]

@@ -21,3 +21,13 @@ def die(record: Record) -> None:
     """The worker process dies without a word (as under the OOM killer)."""
     if record.offset == 3:
         os._exit(1)
+
+
+def note_then_hang(record: Record) -> None:
+    """Append the record's offset to ``$LAGLESS_LEDGER``, then never finish."""
+    fd = os.open(os.environ["LAGLESS_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{record.offset}\n".encode())
+    finally:
+        os.close(fd)
+    time.sleep(600)
