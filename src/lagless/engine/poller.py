@@ -29,11 +29,13 @@ from lagless.engine.committing import Committing
 from lagless.engine.completions import Completing
 from lagless.engine.core import ProgressFn, topic_partition
 from lagless.engine.dlq import DeadLetterQueue
+from lagless.engine.idle import consumed_to_end
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
 from lagless.engine.rebalance import Rebalancing
 from lagless.engine.record import Record
 from lagless.engine.retry import RetryPolicy
 from lagless.engine.summary import RunSummary, Timing
+from lagless.engine.topics import check_topics_exist
 from lagless.engine.tracker import Arrival
 from lagless.engine.watch import Watching
 from lagless.engine.workers import make_workers
@@ -75,6 +77,7 @@ class Engine(Rebalancing, Completing, Committing, Watching):
             self._consumer = make_consumer(
                 config.consumer_conf({**self._conf, "on_commit": self._on_commit})
             )
+            check_topics_exist(self._consumer, config.topics, config.dlq_topic)
             self._consumer.subscribe(
                 list(config.topics),
                 on_assign=self._on_assign,
@@ -106,11 +109,18 @@ class Engine(Rebalancing, Completing, Committing, Watching):
         idle_s = self.config.until_idle_s
         if idle_s is None:
             return False
+        now = time.monotonic()
+        if not self._states:  # nothing assigned is not idle (see engine.idle)
+            self._last_activity = now
+            return False
         if self._in_flight or any(s.tracker.pending or s.busy for s in self._states.values()):
             return False
-        if not self._rebalances:  # idleness counts from joining the group (first assignment)
+        if now - self._last_activity < idle_s:
             return False
-        return time.monotonic() - self._last_activity >= idle_s
+        assert self._consumer is not None
+        latest = self.config.auto_offset_reset == "latest"
+        known = {key: state.tracker.committable for key, state in self._states.items()}
+        return consumed_to_end(self._consumer, known, latest)
 
     # -- poll -----------------------------------------------------------------------------
 
