@@ -81,6 +81,7 @@ class EngineCore:
         self._next_watch = self._started
         self._last_poll = self._started
         self._reported_errors: set[tuple[int, str | None]] = set()
+        self._commit_failures_logged: set[str] = set()  # kinds logged since the last rebalance
         self._consumer: Consumer | None = None
         self._workers: Workers | None = None
         self._dlq: DeadLetterQueue | None = None
