@@ -54,6 +54,8 @@ class Completing(EngineCore):
         if state is not None:
             state.in_flight -= 1
             self._dispatcher.release(record)
+        else:  # from an earlier assignment of the partition: its lane may be waited for
+            self._dispatcher.release_orphan(record)
         if done.fatal is not None:
             self._fail(LaglessError(f"worker failed on {record.coordinates}: {done.fatal}"))
             return
