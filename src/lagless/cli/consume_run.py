@@ -14,17 +14,16 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from types import FrameType
-from typing import Any
 
 from rich.progress import Progress as Bar
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from lagless.cli.common import out_console, print_json
-from lagless.engine import Engine, EngineConfig, Handler, Progress, RunSummary
+from lagless.engine import Engine, Progress, RunSummary
+from lagless.engine.core import ProgressFn
 from lagless.errors import LaglessError
-from lagless.observe.metrics import Metrics
 
 EXIT_INTERRUPTED = 130
 
@@ -73,20 +72,12 @@ def report(summary: RunSummary, as_json: bool, error: LaglessError | None = None
         sys.stdout.flush()
 
 
-def run_consume(
-    conf: Mapping[str, Any],
-    config: EngineConfig,
-    handler: Handler,
-    metrics: Metrics,
-    *,
-    as_json: bool,
-    progress: bool,
-) -> int:
-    """Run the engine, print its summary; the exit code (raises the engine's failure)."""
-    engine = Engine(conf, config, handler, metrics=metrics)
+def run_and_report(engine: Engine, *, as_json: bool) -> int:
+    """Run ``engine`` under the signal rules, print its summary; the exit code (the engine's
+    failure is raised after its summary is printed)."""
     with stop_on_signals(engine):
         try:
-            summary = run_with_progress(engine) if progress else engine.run()
+            summary = engine.run()
         except LaglessError as exc:
             report(engine.summary(), as_json, exc)
             raise
@@ -94,8 +85,12 @@ def run_consume(
     return EXIT_INTERRUPTED if engine.hurried else 0
 
 
-def run_with_progress(engine: Engine) -> RunSummary:
-    """The engine with a one-line live status on the terminal."""
+@contextlib.contextmanager
+def progress_line(enabled: bool) -> Iterator[ProgressFn | None]:
+    """A one-line live status on the terminal while the engine runs (None when disabled)."""
+    if not enabled:
+        yield None
+        return
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Bar(*columns, console=out_console, transient=True) as bar:
         task = bar.add_task("joining the group")
@@ -111,5 +106,4 @@ def run_with_progress(engine: Engine) -> RunSummary:
                 ),
             )
 
-        engine.on_progress(show)
-        return engine.run()
+        yield show

@@ -105,6 +105,8 @@ class Completing(EngineCore):
     def _finish(self, state: PartitionState, record: Record, outcome: Outcome, kind: str) -> None:
         state.tracker.complete(record.offset)
         self._count(state, kind)
+        if self._ledger is not None:
+            self._ledger.write(record, kind, outcome.finished_at)
         if record.timestamp_ms is not None:
             ms = outcome.finished_at * 1000.0 - record.timestamp_ms
             self._latency.add(ms)
