@@ -64,7 +64,7 @@ def test_page_names_the_broker_and_every_scenario_escaped() -> None:
     assert "odd &lt;b&gt;&amp;&quot;name" in html
     for name in ("eager-defaults", slug(ODD), "kip848"):
         assert f"<section id={name}>" in html
-    assert "Not supported by this broker: no KIP-848 in Tansu 0.6.0" in html
+    assert "not supported by this broker: no KIP-848 in Tansu 0.6.0" in html
     assert "Tansu hands partitions over without revoking" in html
 
 
