@@ -81,6 +81,12 @@ def kafka_conf(ctx: typer.Context, port: int | None = None) -> dict[str, Any]:
     return settings(ctx, port=port).to_librdkafka()
 
 
+def given(ctx: typer.Context, name: str) -> bool:
+    """Whether the user gave option ``name`` (by flag or variable), not just its default."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name != "DEFAULT"
+
+
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, sort_keys=True) + "\n")
     sys.stdout.flush()

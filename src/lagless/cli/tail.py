@@ -18,9 +18,15 @@ from lagless.kafka.tail import tail as read_tail
 PLACEHOLDERS = ("topic", "partition", "offset", "timestamp", "key", "value", "headers")
 
 
+CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)} | {9: "\\t", 10: "\\n", 13: "\\r"}
+
+
 def text(data: bytes | None) -> str:
-    """Bytes shown safely: UTF-8 as is, any other byte as ``\\xNN``; ``None`` as empty."""
-    return "" if data is None else data.decode("utf-8", errors="backslashreplace")
+    """Bytes shown safely on one line: UTF-8 as is, control characters and invalid bytes as
+    ``\\xNN`` (``\\t``, ``\\n``, ``\\r``); ``None`` as empty. ``--json`` keeps bytes exact."""
+    if data is None:
+        return ""
+    return data.decode("utf-8", errors="backslashreplace").translate(CONTROL)
 
 
 def fields(msg: Message) -> dict[str, Any]:
