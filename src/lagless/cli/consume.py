@@ -223,7 +223,7 @@ def consume(
     )
     run_handler = load_handler(handler)
     conf = kafka_conf(ctx)
-    metrics = Metrics()
+    metrics = Metrics(group=config.group)
     stop = threading.Event()
     instance = client_id or static_id or f"{socket.gethostname()}-{os.getpid()}"
     with contextlib.ExitStack() as stack:

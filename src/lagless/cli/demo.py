@@ -68,7 +68,7 @@ def engine_section(conf: dict[str, Any], topic: str, jobs: int, out_dir: Path) -
         session_timeout_ms=6000, heartbeat_interval_ms=1500, on_failure="skip",
     )  # fmt: skip
     out_console.print("engine: key ordering, 200 in flight ...")
-    metrics = Metrics()
+    metrics = Metrics(group=group)
     with Recorder(metrics, out_dir / "engine-run"):
         started = time.monotonic()
         summary = run_engine(conf, config, handler, metrics=metrics)

@@ -94,7 +94,7 @@ def run(
     PipelineConfig.build(**values)  # bad input fails before connecting or starting Spark
     config = PipelineConfig.build(**{**values, "kafka": kafka_conf(ctx)})
     prepare_topics(config)  # a missing topic fails before Spark starts
-    metrics = Metrics()
+    metrics = Metrics(group=config.group)
     if metrics_port is not None:
         try:
             metrics.serve(metrics_port)

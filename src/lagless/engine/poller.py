@@ -178,7 +178,7 @@ class Engine(Rebalancing, Completing, Committing, Watching):
         """Hand one fetched record to its partition; MessageRejected when it is full."""
         self._flow.admit(state.tracker.pending)
         record = Record.from_message(msg)
-        arrival = state.tracker.receive(record.offset, now)
+        arrival = state.tracker.receive(record.offset, now, record.timestamp_ms)
         if arrival is Arrival.STALE:
             return
         state.last_timestamp_ms = record.timestamp_ms

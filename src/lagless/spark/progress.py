@@ -144,12 +144,12 @@ class ProgressTracker:
                 )
         for c in counts.counts:
             m.records_processed.labels(c.topic, str(c.partition), c.outcome).inc(c.rows)
+            if c.outcome == DLQ and self.dlq_topic is not None:
+                m.dlq_records.labels(c.topic).inc(c.rows)  # the source topic, as in the engine
             if c.mean_timestamp is not None:
                 m.e2e_latency.labels(c.topic).observe(
                     max(0.0, counts.written_at - c.mean_timestamp)
                 )
-        if self.dlq_topic is not None and counts.rows(DLQ):
-            m.dlq_records.labels(self.dlq_topic).inc(counts.rows(DLQ))
 
     def totals(self) -> Totals:
         with self._lock:
