@@ -88,6 +88,8 @@ def run_cli(
     cluster: Cluster | None = None,
     timeout: float = 120,
     env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed ``lagless`` command; bootstrap from ``cluster`` if given."""
     full_env = {**os.environ, **(env or {})}
@@ -95,5 +97,6 @@ def run_cli(
     if cluster is not None:
         full_env["LAGLESS_BOOTSTRAP"] = cluster.bootstrap
     return subprocess.run(
-        [LAGLESS, *args], capture_output=True, text=True, timeout=timeout, env=full_env, check=False
-    )
+        [LAGLESS, *args], capture_output=True, text=True, timeout=timeout, env=full_env,
+        check=False, cwd=cwd, input=stdin,
+    )  # fmt: skip

@@ -103,8 +103,9 @@ def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
     for name in sorted(env):
         if not name.upper().startswith(ENV_PREFIX) or name.upper() in known:
             continue
-        close = difflib.get_close_matches(name.upper(), sorted(known), n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        suffixes = sorted(k.removeprefix(ENV_PREFIX) for k in known)
+        close = difflib.get_close_matches(name.upper().removeprefix(ENV_PREFIX), suffixes, 1, 0.6)
+        hint = f" (did you mean {ENV_PREFIX}{close[0]}?)" if close else ""
         lines.append(f"{name} is not a lagless setting and is ignored{hint}")
     return lines
 

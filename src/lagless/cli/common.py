@@ -61,9 +61,7 @@ def note(message: str) -> None:
     sys.stderr.flush()
 
 
-def settings(
-    ctx: typer.Context, *, check: bool = True, port: int | None = None
-) -> KafkaSettings:
+def settings(ctx: typer.Context, *, check: bool = True, port: int | None = None) -> KafkaSettings:
     """Settings with a bootstrap, checked reachable. With none configured, the embedded
     broker's (started if needed, on ``port`` when given), said on stderr."""
     opts = options(ctx)

@@ -76,7 +76,8 @@ def tail(
     fmt: Annotated[
         str,
         typer.Option(
-            "--format", help="placeholders {topic} {partition} {offset} {timestamp} {key} "
+            "--format",
+            help="placeholders {topic} {partition} {offset} {timestamp} {key} "
             "{value} {headers}; \\t and \\n allowed",
         ),
     ] = "{value}",

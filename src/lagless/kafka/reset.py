@@ -124,9 +124,7 @@ def new_offset(
     return min(max(target, start), end)
 
 
-def plan_reset(
-    conf: Mapping[str, Any], group: str, topic: str, spec: ResetSpec
-) -> list[ResetRow]:
+def plan_reset(conf: Mapping[str, Any], group: str, topic: str, spec: ResetSpec) -> list[ResetRow]:
     """Old -> new offset of every partition of ``topic`` for ``group`` (nothing changes)."""
     with OffsetProbe(conf) as probe:
         keys = [(topic, p) for p in probe.partitions(topic)]
