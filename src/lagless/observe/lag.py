@@ -91,7 +91,9 @@ class LagReader:
             self._probe.partitions(self.topic)
         if committed_offsets(self.conf, self.group):
             return True
-        if self.group not in group_ids(self.conf):
+        info = self.describe()  # some brokers (Tansu) list a group only once it committed
+        joining = info is not None and info.state not in ("Empty", "Dead")
+        if not joining and self.group not in group_ids(self.conf):
             raise LaglessError(
                 f"consumer group {self.group!r} not found (no committed offsets, not listed)"
             )
