@@ -16,6 +16,7 @@ from lagless.cli import (
     consume,
     demo,
     group,
+    lab,
     lag,
     pipeline,
     plan,
@@ -81,6 +82,7 @@ app.command("lag")(lag.lag)
 app.command("plan")(plan.plan)
 app.command("report")(report.report)
 app.command("demo")(demo.demo)
+app.add_typer(lab.app, name="lab")
 
 
 def main() -> None:
