@@ -77,10 +77,10 @@ def delete(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
 ) -> None:
     """Delete topics and all their records."""
+    if not yes and not interactive():
+        raise ConfigError("topic delete removes all records: confirm with --yes")
     conf = kafka_conf(ctx)
     if not yes:
-        if not interactive():
-            raise ConfigError("topic delete removes all records: confirm with --yes")
         typer.confirm(f"delete {len(names)} topics ({', '.join(names)}) and their records?",
                       abort=True, err=True)  # fmt: skip
     for name in names:
