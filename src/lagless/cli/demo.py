@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from lagless.cli.common import kafka_conf, options, out_console
+from lagless.cli.consume import run_settings
 from lagless.cli.lag import lag_table
 from lagless.engine import EngineConfig, load_handler, run_engine
 from lagless.engine.record import Record
@@ -69,7 +70,7 @@ def engine_section(conf: dict[str, Any], topic: str, jobs: int, out_dir: Path) -
     )  # fmt: skip
     out_console.print("engine: key ordering, 200 in flight ...")
     metrics = Metrics(group=group)
-    with Recorder(metrics, out_dir / "engine-run"):
+    with Recorder(metrics, out_dir / "engine-run", settings=run_settings(config, "sleep")):
         started = time.monotonic()
         summary = run_engine(conf, config, handler, metrics=metrics)
         wall = time.monotonic() - started

@@ -75,6 +75,7 @@ class Watching(EngineCore):
             lag = max(0, marks[1] - position)
             total += lag
             state.metrics.lag_records.set(lag)
+            self.metrics.end_offset.labels(state.tp[0], str(state.tp[1])).set(marks[1])
             head_ts = state.tracker.first_uncommitted_timestamp_ms()
             seconds = lag_seconds(int(now_ms), head_ts, lag)
             if seconds is not None:  # None: the next record is not fetched yet; keep the last

@@ -174,6 +174,7 @@ class ProgressTracker:
                 self._ends[name] = {k: max(v, known.get(k, v)) for k, v in ends.items()}
             for key, offset in latest.items():
                 self._latest[key] = max(offset, self._latest.get(key, offset))
+                self.metrics.end_offset.labels(key[0], str(key[1])).set(self._latest[key])
             commit = self._to_commit()
             lag = self._lag(commit or self._committed)
             if name == self.main_query:
