@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from lagless.errors import ConfigError, LaglessError
-from lagless.kafka.admin import create_topic
+from lagless.kafka.admin import create_topic, delete_topic
 from lagless.kafka.cluster import ClusterInfo, supports_kip848
 from lagless.lab.instances import Instance
 from lagless.lab.load import Load
 from lagless.lab.measures import measure
 from lagless.lab.model import (
     EventKind,
+    InstanceEvent,
     ScenarioData,
     ScenarioReport,
     Trigger,
@@ -66,6 +67,7 @@ class LabConfig:
     commit_interval_s: float = 0.25
     step_timeout_s: float = 240.0
     cooldown_max_s: float = 120.0
+    keep_topics: bool = False  # else each scenario's topic is deleted once measured
 
     def __post_init__(self) -> None:
         if self.instances < 1:
@@ -113,6 +115,22 @@ def broker_notes(cluster: ClusterInfo, scenario: Scenario) -> list[str]:
     if scenario.static:
         notes.append("Tansu's static membership does not avoid the rebalance on a restart")
     return notes
+
+
+def consumed_now(events: list[InstanceEvent]) -> set[int]:
+    """The partitions one instance owns and has consumed since their assignment."""
+    owned: set[int] = set()
+    consuming: set[int] = set()
+    for event in events:
+        parts = set(event.partitions)
+        if event.kind is EventKind.ASSIGNED:
+            owned |= parts
+        elif event.kind in (EventKind.REVOKED, EventKind.LOST):
+            owned -= parts
+            consuming -= parts
+        elif event.kind is EventKind.CONSUMING:
+            consuming |= parts & owned
+    return consuming
 
 
 class ScenarioRun:
@@ -221,7 +239,17 @@ class ScenarioRun:
         report = ScenarioReport(
             **{**base.__dict__, "measures": measure(data), "committed_to_end": committed_to_end}
         )
+        self._clean_up()
         return report, data
+
+    def _clean_up(self) -> None:
+        """Delete the scenario's topic (its records are measured), unless asked to keep it."""
+        if self.config.keep_topics or self.mock:
+            return
+        try:
+            delete_topic(self.conf, self.topic)
+        except LaglessError as exc:
+            log.warning("lab: %s", exc)
 
     def phase(self, text: str) -> None:
         self._phase = text
@@ -367,17 +395,8 @@ class ScenarioRun:
         """Every partition has an owner that consumed it since its assignment."""
         consuming: set[int] = set()
         for instance in self.instances:
-            if not instance.running:
-                continue
-            owned: set[int] = set()
-            for event in instance.events():
-                if event.kind is EventKind.ASSIGNED:
-                    owned |= set(event.partitions)
-                elif event.kind in (EventKind.REVOKED, EventKind.LOST):
-                    owned -= set(event.partitions)
-                    consuming -= set(event.partitions)
-                elif event.kind is EventKind.CONSUMING:
-                    consuming |= set(event.partitions) & owned
+            if instance.running:
+                consuming |= consumed_now(instance.events())
         return len(consuming) >= self.partitions
 
     def _sleep(self, seconds: float, sampler: LagSampler | None) -> None:
