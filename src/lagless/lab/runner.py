@@ -111,7 +111,7 @@ def broker_notes(cluster: ClusterInfo, scenario: Scenario) -> list[str]:
         hold = scenario.session_ms // 2000
         notes.append(f"Tansu holds every join for session.timeout.ms / 2 ({hold} s)")
     if scenario.classic and scenario.assignor == "cooperative-sticky":
-        notes.append("Tansu hands partitions to a newcomer without revoking them (overlaps)")
+        notes.append("Tansu may hand partitions to a newcomer without revoking them (overlaps)")
     if scenario.static:
         notes.append("Tansu's static membership does not avoid the rebalance on a restart")
     return notes
