@@ -88,12 +88,40 @@ def run_cli(
     cluster: Cluster | None = None,
     timeout: float = 120,
     env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the installed ``lagless`` command; bootstrap from ``cluster`` if given."""
+    """Run the installed ``lagless`` command (in ``cwd`` if given); bootstrap from
+    ``cluster`` if given."""
     full_env = {**os.environ, **(env or {})}
     full_env.pop("LAGLESS_BOOTSTRAP", None)
     if cluster is not None:
         full_env["LAGLESS_BOOTSTRAP"] = cluster.bootstrap
     return subprocess.run(
-        [LAGLESS, *args], capture_output=True, text=True, timeout=timeout, env=full_env, check=False
+        [LAGLESS, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        check=False,
+        cwd=cwd,
+        input=stdin,
     )
+
+
+@pytest.fixture(scope="session")
+def mock_bootstrap() -> Iterator[str]:
+    """librdkafka's mock cluster (KIP-848, faithful group protocols) in a child process: its
+    bootstrap. Skips with the reason if it cannot start."""
+    from lagless.broker.mock import MockCluster
+    from lagless.errors import ClusterError
+
+    mock = MockCluster()
+    try:
+        bootstrap = mock.start()
+    except ClusterError as exc:
+        pytest.skip(f"librdkafka's mock cluster cannot start here: {exc}")
+    try:
+        yield bootstrap
+    finally:
+        mock.stop()

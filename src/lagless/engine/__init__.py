@@ -2,8 +2,10 @@
 
 Library API (stable; the CLI, the demo and the planner call it in-process)::
 
+    from lagless.config import KafkaSettings
     from lagless.engine import EngineConfig, load_handler, run_engine
 
+    conf = KafkaSettings().to_librdkafka()  # LAGLESS_BOOTSTRAP / the config file
     config = EngineConfig.build(topics=("jobs",), group="g1", ordering="unordered",
                                 max_in_flight=200, on_failure="skip", until_idle_s=5)
     summary = run_engine(conf, config, load_handler("sleep"), metrics=None, stop=None)
@@ -15,7 +17,8 @@ Library API (stable; the CLI, the demo and the planner call it in-process)::
   consumer properties are derived from it and ``config`` by ``EngineConfig.consumer_conf``.
 * ``config``: :class:`EngineConfig` (frozen; ``EngineConfig.build(**kw)`` turns validation
   errors into a one-line ``ConfigError``). Stop conditions: ``count``, ``until_idle_s``.
-* ``handler``: ``Callable[[Record], object]``; an exception fails the attempt (retried, then
+* ``handler``: ``Callable[[Record], object]`` or an ``async def`` (run on the engine's
+  event loop, see ``aio``); any exception fails the attempt (retried, then
   dead-lettered or stop/skip per ``on_failure``), ``DecodeError`` goes straight to the DLQ.
   With ``processes=N`` it must pickle (a module-level function).
 * ``metrics``: a :class:`lagless.observe.metrics.Metrics` to update (one is made if None).
@@ -24,8 +27,10 @@ Library API (stable; the CLI, the demo and the planner call it in-process)::
 
 Returns a :class:`RunSummary`; raises ``RecordError`` when a record fails with
 ``on_failure=stop``, ``ClusterError`` on a fatal consumer or DLQ error (after committing what
-is safe). Module map: ``poller`` (the loop), ``ordering``, ``tracker`` + ``offset_map``,
-``backpressure``, ``commit``, ``retry``, ``dlq``, ``workers``, ``config``, ``summary``.
+is safe). Module map: ``poller`` (the loop; its parts ``core``, ``completions``,
+``committing``, ``rebalance``, ``watch``), ``ordering``, ``tracker`` + ``offset_map``,
+``backpressure``, ``commit``, ``retry``, ``dlq``, ``workers``, ``aio``, ``idle``, ``topics``,
+``config``, ``summary``.
 """
 
 from __future__ import annotations
@@ -36,7 +41,10 @@ from typing import Any
 
 from lagless.engine.backpressure import MessageRejected
 from lagless.engine.config import EngineConfig, OnFailure, Ordering
+from lagless.engine.events import EventKind, EventLog
 from lagless.engine.handlers import DecodeError, Handler, load_handler
+from lagless.engine.health import Health, HealthStatus
+from lagless.engine.ledger import Ledger
 from lagless.engine.poller import Engine, ProgressFn
 from lagless.engine.record import Record
 from lagless.engine.summary import Latency, Progress, RunSummary
@@ -46,8 +54,13 @@ __all__ = [
     "DecodeError",
     "Engine",
     "EngineConfig",
+    "EventKind",
+    "EventLog",
     "Handler",
+    "Health",
+    "HealthStatus",
     "Latency",
+    "Ledger",
     "MessageRejected",
     "OnFailure",
     "Ordering",
@@ -66,7 +79,13 @@ def run_engine(
     metrics: Metrics | None = None,
     stop: threading.Event | None = None,
     on_progress: ProgressFn | None = None,
+    *,
+    events: EventLog | None = None,
+    ledger: Ledger | None = None,
 ) -> RunSummary:
     """Consume ``config.topics`` with ``handler`` until a stop condition; see the module doc."""
-    engine = Engine(conf, config, handler, metrics=metrics, stop=stop, on_progress=on_progress)
+    engine = Engine(
+        conf, config, handler, metrics=metrics, stop=stop, on_progress=on_progress,
+        events=events, ledger=ledger,
+    )  # fmt: skip
     return engine.run()

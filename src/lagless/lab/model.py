@@ -26,23 +26,17 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from lagless.engine.events import EVENTS_FILE, EventKind
+from lagless.engine.ledger import read_ledger as read_ledger_lines
 from lagless.errors import LaglessError
 
-EVENTS_FILE = "events.jsonl"
 LEDGER_FILE = "ledger.tsv"
 
-
-class EventKind(StrEnum):
-    """What happened to one instance (a consumer-group member), in the order it usually happens."""
-
-    SUBSCRIBED = "subscribed"  # the consumer subscribed: it is joining the group now
-    ASSIGNED = "assigned"  # partitions were given to it (stamped when the callback starts)
-    CONSUMING = "consuming"  # the first record of these partitions since their assignment arrived
-    READY = "ready"  # it owns partitions and consumes (what a readiness probe reports)
-    REVOKED = "revoked"  # partitions taken back (stamped when released: after the final commit)
-    LOST = "lost"  # partitions lost without a commit (session expired, fenced)
-    STOPPING = "stopping"  # it stopped taking records (shutdown began)
-    STOPPED = "stopped"  # it committed and closed (or exited without leaving the group)
+__all__ = [  # EVENTS_FILE and EventKind are the engine's (lagless.engine.events)
+    "EVENTS_FILE", "LEDGER_FILE", "EventKind", "InstanceEvent", "LagSample", "Measures",
+    "Ownership", "Percentiles", "Processed", "Produced", "ScenarioData", "ScenarioReport", "Stat",
+    "Trigger", "TriggerKind", "Window", "read_events", "read_ledger", "write_events",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -67,7 +61,7 @@ class InstanceEvent:
             ts=float(doc["ts"]),
             instance=str(doc["instance"]),
             kind=EventKind(doc["kind"]),
-            partitions=tuple(int(p) for p in doc.get("partitions", ())),
+            partitions=tuple(_partition(p) for p in doc.get("partitions", ())),
             left_group=doc.get("left_group"),
         )
 
@@ -221,28 +215,18 @@ def read_events(path: Path) -> list[InstanceEvent]:
     return list(_read_jsonl(path, InstanceEvent.from_json))
 
 
-def ledger_line(record: Processed) -> str:
-    return (
-        f"{record.partition}\t{record.offset}\t{record.id}\t{record.ts_ms:.0f}\t"
-        f"{record.done_ms:.3f}\t{record.outcome}\n"
-    )
-
-
 def read_ledger(path: Path, instance: str) -> list[Processed]:
-    """An instance's ledger (``partition offset id ts_ms done_ms outcome``, tab-separated)."""
-    out: list[Processed] = []
-    if not path.exists():
-        return out
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) != 6:
-                if line.endswith("\n"):
-                    raise LaglessError(f"{path}:{number}: not a ledger line: {line[:80]!r}")
-                continue  # torn last line
-            p, off, rid, ts, done, outcome = parts
-            out.append(Processed(instance, int(p), int(off), rid, float(ts), float(done), outcome))
-    return out
+    """An instance's ledger (the engine's ``--ledger`` file, see :mod:`lagless.engine.ledger`)."""
+    return [
+        Processed(instance, line.partition, line.offset, line.id, line.ts_ms, line.done_ms,
+                  line.outcome)
+        for line in read_ledger_lines(path)
+    ]  # fmt: skip
+
+
+def _partition(item: Any) -> int:
+    """A partition as the engine writes it (``[topic, partition]``) or as a bare number."""
+    return int(item[1]) if isinstance(item, list | tuple) else int(item)
 
 
 def _read_jsonl(path: Path, parse: Any) -> Iterator[Any]:
