@@ -162,9 +162,7 @@ def scenario_section(report: ScenarioReport, data: ScenarioData | None) -> str:
         + "</p>"
     )
     if not report.supported:
-        parts.append(
-            f"<p class=note>{escape(not_supported(report.note))}</p>"
-        )
+        parts.append(f"<p class=note>{escape(not_supported(report.note))}</p>")
     elif report.note:
         parts.append(f"<p class=note>{escape(report.note)}</p>")
     settings = [(k, _setting(v)) for k, v in report.settings.items()]
