@@ -55,6 +55,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         broker.stop()
 
 
+@pytest.fixture(scope="session")
+def lagless_bootstrap(cluster: Cluster) -> str:
+    """The shipped plugin's fixtures (lagless.testing) use the suite's broker."""
+    return cluster.bootstrap
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
