@@ -157,7 +157,7 @@ def test_run_async_runs_coroutine_handlers_on_the_callers_loop(lagless_kafka: Te
 
 def test_a_bad_option_fails_at_registration_with_one_line() -> None:
     app = lagless.App(group="g")
-    with pytest.raises(ConfigError, match="handler h: .*choose what a failed"):
+    with pytest.raises(ConfigError, match=r"handler h: .*choose what a failed"):
 
         @app.handler("t")
         def h(value: bytes) -> None: ...

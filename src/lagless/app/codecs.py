@@ -6,7 +6,8 @@ A codec spec (the ``value=`` / ``key=`` of :meth:`lagless.App.handler`) is one o
 * ``str``: UTF-8 text;
 * ``"json"``: any JSON document (``json.loads``);
 * a pydantic model class: the validated model (from its JSON);
-* any other callable ``f(bytes | None) -> T`` (``int``, ``float`` too): whatever it returns; it raises to reject;
+* any other callable ``f(bytes | None) -> T`` (``int`` and ``float`` too): whatever it
+  returns; it raises to reject;
 * a Schema Registry deserializer from :mod:`lagless.app.registry` (an extra).
 
 A value that cannot be decoded raises :class:`DecodeError` (the engine sends the record

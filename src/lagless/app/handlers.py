@@ -73,12 +73,16 @@ class HandlerSpec:
             pass_key="key" in inspect.signature(func).parameters,
         )
 
-    def engine_config(self, group: str, **overrides: Any) -> EngineConfig:
+    def engine_config(self, app_group: str, /, **overrides: Any) -> EngineConfig:
         """This handler's engine options (``overrides`` win); ConfigError if invalid."""
-        values = {**self.options, **{k: v for k, v in overrides.items() if v is not None}}
-        if "dlq" in values:
-            values["dlq_topic"] = values.pop("dlq")
-        values.setdefault("group", group)
+        values = _dlq_named(self.options)
+        given = _dlq_named({k: v for k, v in overrides.items() if v is not None})
+        if "dlq_topic" in given:  # a DLQ given now replaces the handler's failure choice
+            values.pop("on_failure", None)
+        if "on_failure" in given:
+            values.pop("dlq_topic", None)
+        values.update(given)
+        values.setdefault("group", app_group)
         try:
             return EngineConfig.build(topics=self.topics, **values)
         except ConfigError as exc:
@@ -89,6 +93,14 @@ class HandlerSpec:
         key = self.key(record.key) if self.decode_key or self.pass_key else record.key
         args = (value, record) if self.pass_record else (value,)
         return args, ({"key": key} if self.pass_key else {})
+
+
+def _dlq_named(options: dict[str, Any]) -> dict[str, Any]:
+    """``dlq`` (the short name) as EngineConfig's ``dlq_topic``."""
+    out = dict(options)
+    if "dlq" in out:
+        out["dlq_topic"] = out.pop("dlq")
+    return out
 
 
 def engine_handler(spec: HandlerSpec, producer: OutputProducer) -> Handler:

@@ -179,6 +179,5 @@ def _settle(future: asyncio.Future[list[str]], errors: list[str]) -> None:
 def _raise_for(errors: list[str], count: int, where: Record) -> None:
     if errors:
         raise OutputError(
-            f"{len(errors)} of {count} outputs of {where.coordinates} not acknowledged: "
-            f"{errors[0]}"
+            f"{len(errors)} of {count} outputs of {where.coordinates} not acknowledged: {errors[0]}"
         )

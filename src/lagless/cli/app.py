@@ -10,7 +10,18 @@ import typer
 from confluent_kafka import KafkaException
 from typer.exceptions import Abort, Exit, TyperException
 
-from lagless.cli import broker, consume, demo, lag, pipeline, plan, produce, report, topic
+from lagless.cli import (
+    broker,
+    consume,
+    demo,
+    lag,
+    pipeline,
+    plan,
+    produce,
+    report,
+    run,
+    topic,
+)
 from lagless.cli.common import GlobalOptions, setup_logging
 from lagless.errors import ConfigError, LaglessError
 
@@ -52,6 +63,7 @@ app.add_typer(broker.app, name="broker")
 app.add_typer(topic.app, name="topic")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
+app.command("run")(run.run)
 app.add_typer(pipeline.app, name="pipeline")
 app.command("lag")(lag.lag)
 app.command("plan")(plan.plan)
