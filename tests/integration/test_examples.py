@@ -1,0 +1,67 @@
+"""Every example app (examples/) runs as docs/app.md shows, against the test broker."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from lagless.produce.workloads import MALFORMED_HEADER
+from lagless.testing import TestKafka
+from tests.conftest import LAGLESS
+from tests.integration.engine_helpers import GROUP_FLAGS, REPO
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = sorted(p.stem for p in (REPO / "examples").glob("*.py") if p.stem != "__init__")
+
+
+def lagless(kafka: TestKafka, *args: str, timeout: float = 120) -> str:
+    env = {**os.environ, "LAGLESS_BOOTSTRAP": kafka.bootstrap}
+    done = subprocess.run([LAGLESS, *args], capture_output=True, text=True, timeout=timeout,
+                          env=env, cwd=REPO, check=False)  # fmt: skip
+    assert done.returncode == 0, f"lagless {' '.join(args)}: {done.stderr}"
+    return done.stdout
+
+
+def run_example(kafka: TestKafka, name: str) -> dict[str, dict[str, object]]:
+    out = lagless(kafka, "run", f"examples.{name}:app", "--until-idle", "2", *GROUP_FLAGS,
+                  "--json")  # fmt: skip
+    summaries: dict[str, dict[str, object]] = json.loads(out)
+    return summaries
+
+
+def test_every_example_is_tested() -> None:
+    tested = {n.removeprefix("test_").removesuffix("_example") for n in globals()}
+    assert set(EXAMPLES) <= tested, f"examples without a test: {set(EXAMPLES) - tested}"
+
+
+def test_enricher_example(lagless_kafka: TestKafka) -> None:
+    lagless(lagless_kafka, "topic", "create", "orders", "--partitions", "3")
+    lagless(lagless_kafka, "produce", "--topic", "orders", "--workload", "events",
+            "--count", "1000", "--bad-fraction", "0.02")  # fmt: skip
+    malformed = sum(
+        1 for r in lagless_kafka.read("orders") if r.header(MALFORMED_HEADER) is not None
+    )
+    assert malformed > 0
+    summary = run_example(lagless_kafka, "enricher")["enrich"]
+    assert (summary["processed"], summary["dlq"]) == (1000, malformed)
+    enriched = lagless_kafka.read("orders-enriched", count=1000 - malformed)
+    assert len(enriched) == 1000 - malformed
+    doc = json.loads(enriched[0].value or b"")
+    assert doc["amount_eur"] > 0 and doc["source"].startswith("orders[")
+    assert len(lagless_kafka.read("orders-dlq", count=malformed)) == malformed
+
+
+def test_caller_example(lagless_kafka: TestKafka) -> None:
+    lagless(lagless_kafka, "topic", "create", "calls", "--partitions", "3")
+    lagless(lagless_kafka, "produce", "--topic", "calls", "--workload", "jobs",
+            "--count", "5000", "--sleep-ms", "100:300")  # fmt: skip
+    summary = run_example(lagless_kafka, "caller")["call"]
+    assert summary["processed"] == 5000
+    assert isinstance(summary["max_in_flight_seen"], int) and summary["max_in_flight_seen"] > 500
+    assert isinstance(summary["seconds"], float) and summary["seconds"] < 60  # vs 1,000 s serial
+    done = lagless_kafka.read("calls-done", count=5000)
+    assert len(done) == 5000 and {json.loads(r.value or b"")["status"] for r in done} == {200}
