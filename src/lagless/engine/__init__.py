@@ -24,7 +24,8 @@ Library API (stable; the CLI, the demo and the planner call it in-process)::
 
 Returns a :class:`RunSummary`; raises ``RecordError`` when a record fails with
 ``on_failure=stop``, ``ClusterError`` on a fatal consumer or DLQ error (after committing what
-is safe). Module map: ``poller`` (the loop), ``ordering``, ``tracker`` + ``offset_map``,
+is safe). Module map: ``poller`` (the loop; its parts ``core``, ``completions``,
+``committing``, ``rebalance``, ``watch``), ``ordering``, ``tracker`` + ``offset_map``,
 ``backpressure``, ``commit``, ``retry``, ``dlq``, ``workers``, ``config``, ``summary``.
 """
 
@@ -36,7 +37,10 @@ from typing import Any
 
 from lagless.engine.backpressure import MessageRejected
 from lagless.engine.config import EngineConfig, OnFailure, Ordering
+from lagless.engine.events import EventKind, EventLog
 from lagless.engine.handlers import DecodeError, Handler, load_handler
+from lagless.engine.health import Health, HealthStatus
+from lagless.engine.ledger import Ledger
 from lagless.engine.poller import Engine, ProgressFn
 from lagless.engine.record import Record
 from lagless.engine.summary import Latency, Progress, RunSummary
@@ -46,8 +50,13 @@ __all__ = [
     "DecodeError",
     "Engine",
     "EngineConfig",
+    "EventKind",
+    "EventLog",
     "Handler",
+    "Health",
+    "HealthStatus",
     "Latency",
+    "Ledger",
     "MessageRejected",
     "OnFailure",
     "Ordering",
@@ -66,7 +75,13 @@ def run_engine(
     metrics: Metrics | None = None,
     stop: threading.Event | None = None,
     on_progress: ProgressFn | None = None,
+    *,
+    events: EventLog | None = None,
+    ledger: Ledger | None = None,
 ) -> RunSummary:
     """Consume ``config.topics`` with ``handler`` until a stop condition; see the module doc."""
-    engine = Engine(conf, config, handler, metrics=metrics, stop=stop, on_progress=on_progress)
+    engine = Engine(
+        conf, config, handler, metrics=metrics, stop=stop, on_progress=on_progress,
+        events=events, ledger=ledger,
+    )  # fmt: skip
     return engine.run()

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from lagless.errors import LaglessError
+from lagless.observe.http import HealthSource, serve
 
 LATENCY_BUCKETS = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -77,16 +77,13 @@ class Metrics:
         )
         self.batches = Counter("lagless_batches", "Spark micro-batches", registry=r)
 
-    def serve(self, port: int, addr: str = "127.0.0.1") -> WSGIServer:
-        """Expose the metrics at http://addr:port/metrics (a daemon thread).
+    def serve(
+        self, port: int, addr: str = "127.0.0.1", health: HealthSource | None = None
+    ) -> WSGIServer:
+        """Expose the metrics at http://addr:port/metrics, with ``/healthz`` and ``/readyz``
+        answered from ``health`` (see :mod:`lagless.observe.http`), from a daemon thread.
 
         Returns the server (``.shutdown()`` stops it); a port that cannot be bound is a
         one-line LaglessError.
         """
-        try:
-            server, _thread = start_http_server(port, addr=addr, registry=self.registry)
-        except OSError as exc:
-            raise LaglessError(
-                f"cannot serve metrics on {addr}:{port}: {exc.strerror or exc}"
-            ) from None
-        return server
+        return serve(self.registry, port, addr, health)

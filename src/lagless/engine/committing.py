@@ -1,0 +1,92 @@
+"""Safe commits: per partition the first unfinished offset + offset map, and their results."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from lagless.engine.core import EngineCore
+from lagless.engine.partition import PartitionState
+
+log = logging.getLogger(__name__)
+
+
+class Committing(EngineCore):
+    """The commit step of the loop, the asynchronous commit callback and the metadata check."""
+
+    def _commit_if_due(self) -> None:
+        if self._policy.due(time.monotonic()):
+            self._commit(list(self._states.values()), sync=False)
+
+    def _commit(self, states: Iterable[PartitionState], *, sync: bool) -> None:
+        """Commit each partition's first unfinished offset (+ offset map) that changed."""
+        assert self._consumer is not None
+        self._policy.committed(time.monotonic())
+        offsets: list[TopicPartition] = []
+        marks: list[tuple[PartitionState, tuple[int, str]]] = []
+        for state in states:
+            base = state.tracker.committable
+            if base is None:
+                continue
+            meta = state.tracker.offset_map() if self._metadata_kept is not False else ""
+            if state.last_commit == (base, meta):
+                continue
+            offsets.append(TopicPartition(*state.tp, base, metadata=meta))
+            marks.append((state, (base, meta)))
+        if not offsets:
+            return
+        if self._ledger is not None:
+            self._ledger.flush()  # every committed record is in the ledger
+        verify = self._metadata_kept is None and any(tp.metadata for tp in offsets)
+        try:
+            if sync or verify:
+                result = self._consumer.commit(offsets=offsets, asynchronous=False)
+            else:
+                self._consumer.commit(offsets=offsets, asynchronous=True)
+                result = []
+        except KafkaException as exc:
+            log.warning("commit of %d partitions failed: %s", len(offsets), exc.args[0])
+            return
+        failed = {(tp.topic, tp.partition) for tp in result if tp.error is not None}
+        if failed:
+            log.warning("commit failed for %s", sorted(failed))
+        for state, mark in marks:
+            if state.tp not in failed:
+                state.last_commit = mark
+        self._commits += 1
+        self.metrics.commits.inc()
+        if verify:
+            self._check_metadata(offsets)
+
+    def _on_commit(self, err: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        """Asynchronous commit results: on failure the next commit sends them again."""
+        failed = [tp for tp in partitions if err is not None or tp.error is not None]
+        if not failed:
+            return
+        if err is not None and err.code() == KafkaError._NO_OFFSET:
+            return
+        log.warning("commit failed for %d partitions: %s", len(failed), err or failed[0].error)
+        for tp in failed:
+            state = self._states.get((tp.topic, tp.partition))
+            if state is not None:
+                state.last_commit = None
+
+    def _check_metadata(self, sent: list[TopicPartition]) -> None:
+        """Read the first offset map back: does this broker keep commit metadata?"""
+        assert self._consumer is not None
+        wanted = {(tp.topic, tp.partition): tp.metadata for tp in sent if tp.metadata}
+        try:
+            back = self._consumer.committed([TopicPartition(t, p) for t, p in wanted], timeout=10)
+        except KafkaException as exc:
+            log.info("cannot read commit metadata back: %s", exc.args[0])
+            return
+        self._metadata_kept = all(tp.metadata == wanted[(tp.topic, tp.partition)] for tp in back)
+        if not self._metadata_kept:
+            log.warning(
+                "the broker drops commit metadata: the offset map is not kept, so records "
+                "completed above a committed offset are re-run after a restart "
+                "(commits stay correct)"
+            )

@@ -1,0 +1,128 @@
+"""Rebalance callbacks (run inside ``poll``, on the poll thread): assign, revoke, lost."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from lagless.engine import offset_map
+from lagless.engine.core import EngineCore
+from lagless.engine.events import EventKind
+from lagless.engine.partition import PartitionKey, PartitionMetrics, PartitionState
+from lagless.engine.tracker import PartitionTracker
+
+log = logging.getLogger(__name__)
+
+
+class Rebalancing(EngineCore):
+    """Partitions come and go: their states are made, drained, committed and dropped here."""
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        started = time.monotonic()
+        self._emit(EventKind.ASSIGNED, [(tp.topic, tp.partition) for tp in partitions])
+        self._rebalances += 1
+        self.metrics.rebalances.labels("assign").inc()
+        fresh = [tp for tp in partitions if (tp.topic, tp.partition) not in self._states]
+        committed = self._committed(consumer, fresh)
+        for tp in fresh:
+            key = (tp.topic, tp.partition)
+            base, completed = committed.get(key, (None, frozenset()))
+            self._epoch += 1
+            self._states[key] = PartitionState(
+                key,
+                self._epoch,
+                PartitionTracker(base, completed),
+                PartitionMetrics(self.metrics, tp.topic, tp.partition),
+            )
+            self._dispatcher.open(key)
+        if fresh:
+            log.info("assigned %s", ", ".join(f"{tp.topic}[{tp.partition}]" for tp in fresh))
+        self.metrics.partitions_assigned.inc(len(fresh))
+        self.metrics.rebalance_seconds.observe(time.monotonic() - started)
+        self._last_activity = time.monotonic()
+        if fresh:
+            self._owned_changed()
+
+    def _committed(
+        self, consumer: Consumer, partitions: list[TopicPartition]
+    ) -> dict[PartitionKey, tuple[int, frozenset[int]]]:
+        """Committed offsets and the offset maps stored with them."""
+        if not partitions:
+            return {}
+        try:
+            back = consumer.committed([TopicPartition(tp.topic, tp.partition) for tp in partitions])
+        except KafkaException as exc:
+            log.warning("cannot read committed offsets: %s", exc.args[0])
+            return {}
+        out: dict[PartitionKey, tuple[int, frozenset[int]]] = {}
+        for tp in back:
+            if tp.error is not None or tp.offset < 0:
+                continue
+            decoded = offset_map.decode(tp.metadata)
+            completed = (
+                decoded[1] if decoded is not None and decoded[0] == tp.offset else frozenset()
+            )
+            if completed:
+                log.info(
+                    "%s[%d]: %d records above offset %d were completed by an earlier run",
+                    tp.topic, tp.partition, len(completed), tp.offset,
+                )  # fmt: skip
+            out[(tp.topic, tp.partition)] = (tp.offset, completed)
+        return out
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Stop dispatching, wait for in-flight records up to the budget, commit, release."""
+        started = time.monotonic()
+        self.metrics.rebalances.labels("revoke").inc()
+        states = self._release([(tp.topic, tp.partition) for tp in partitions])
+        if states:
+            log.info("revoked %s", ", ".join(f"{s.tp[0]}[{s.tp[1]}]" for s in states))
+        if not self._closing:
+            deadline = started + self.config.revoke_budget_s
+            while any(s.busy for s in states) and time.monotonic() < deadline:
+                self._collect(wait=0.02)
+                self._dispatch()
+            unfinished = sum(s.in_flight for s in states)
+            if unfinished:
+                log.warning("revoke: %d records still running after the budget", unfinished)
+            self._commit(states, sync=True)
+        self._drop(states)
+        self._revoked += len(states)
+        self.metrics.partitions_revoked.inc(len(states))
+        self.metrics.rebalance_seconds.observe(time.monotonic() - started)
+        self._emit(EventKind.REVOKED, [s.tp for s in states])
+        self._owned_changed()
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Partitions lost (another member may own them already): drop without commit."""
+        self.metrics.rebalances.labels("lost").inc()
+        states = self._release([(tp.topic, tp.partition) for tp in partitions])
+        self._drop(states)
+        self._lost += len(states)
+        self.metrics.partitions_lost.inc(len(states))
+        self._emit(EventKind.LOST, [s.tp for s in states])
+        self._owned_changed()
+        if states:
+            log.warning("lost %d partitions without commit", len(states))
+
+    def _release(self, keys: list[PartitionKey]) -> list[PartitionState]:
+        """Stop dispatching ``keys``; their states, still registered for completions."""
+        states = [self._states[k] for k in keys if k in self._states]
+        for state in states:
+            self._dispatcher.close(state.tp)
+            if state.backlog.paused:
+                self._resume(state)  # leave librdkafka's pause flag clean for a later owner
+        return states
+
+    def _drop(self, states: list[PartitionState]) -> None:
+        for state in states:
+            self._states.pop(state.tp, None)
+            state.metrics.clear_gauges()
+            self._tally(state)
+
+    def _tally(self, state: PartitionState) -> None:
+        name = f"{state.tp[0]}[{state.tp[1]}]"
+        self._per_partition[name] = self._per_partition.get(name, 0) + state.finished
+        state.finished = 0

@@ -1,0 +1,80 @@
+"""Watch: gauges, lag, stalled records and progress, about twice a second."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from confluent_kafka import KafkaException
+
+from lagless.engine.core import EngineCore, topic_partition
+from lagless.engine.partition import DLQ
+from lagless.engine.summary import Progress
+
+log = logging.getLogger(__name__)
+
+WATCH_EVERY_S = 0.5
+
+
+class Watching(EngineCore):
+    """The watch step of the loop."""
+
+    def _watch(self) -> None:
+        """Gauges, lag, stalled records and progress, about twice a second."""
+        now = time.monotonic()
+        if now < self._next_watch:
+            return
+        self._next_watch = now + WATCH_EVERY_S
+        self.metrics.in_flight.set(self._in_flight)
+        lag = self._update_lag()
+        stall_s = self.config.stall_seconds
+        for state in self._states.values():
+            oldest = state.tracker.oldest_unfinished()
+            age = now - oldest[1] if oldest is not None else 0.0
+            state.metrics.oldest_age.set(age)
+            if oldest is not None and age >= stall_s and state.stall_logged != oldest[0]:
+                state.stall_logged = oldest[0]
+                log.warning(
+                    "%s[%d]@%d unfinished for %.0f s", state.tp[0], state.tp[1], oldest[0], age
+                )
+        if self._on_progress is not None:
+            self._on_progress(
+                Progress(
+                    processed=self.processed,
+                    dlq=self._counts[DLQ],
+                    in_flight=self._in_flight,
+                    paused=len(self._paused),
+                    assigned=len(self._states),
+                    lag_records=lag,
+                    seconds=round(now - self._started, 3),
+                )
+            )
+
+    def _update_lag(self) -> int:
+        """Per-partition lag and the total: cached high watermark minus the first unfinished
+        offset (what a commit now would store, so the same lag ``lagless lag`` and Kafka's own
+        tools show), or minus the fetch position before anything was received."""
+        assert self._consumer is not None
+        if not self._states:
+            return 0
+        states = list(self._states.values())
+        try:
+            positions = self._consumer.position([topic_partition(s.tp) for s in states])
+        except KafkaException:
+            return 0
+        total = 0
+        now_ms = time.time() * 1000.0
+        for state, pos in zip(states, positions, strict=True):
+            marks = self._consumer.get_watermark_offsets(topic_partition(state.tp), cached=True)
+            position = state.tracker.committable
+            if position is None and pos.offset >= 0:
+                position = pos.offset
+            if not marks or marks[1] < 0 or position is None:
+                continue
+            lag = max(0, marks[1] - position)
+            total += lag
+            state.metrics.lag_records.set(lag)
+            last_ts = state.last_timestamp_ms
+            behind = (now_ms - last_ts) / 1000.0 if lag and last_ts is not None else 0.0
+            state.metrics.lag_seconds.set(max(0.0, behind))
+        return total
