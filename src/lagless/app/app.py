@@ -107,7 +107,8 @@ class App:
         """Each handler's validated engine options, in registration order."""
         if not self.specs:
             raise ConfigError("the app has no handlers: decorate a function with @app.handler")
-        return [spec.engine_config(self.group, **self._overrides) for spec in self.specs]
+        configs = [spec.engine_config(self.group, **self._overrides) for spec in self.specs]
+        return _distinct_instances(configs, [spec.name for spec in self.specs])
 
     def settings(self) -> KafkaSettings:
         """The connection: explicit settings, else flags/env/TOML; the embedded broker if none."""
@@ -210,4 +211,16 @@ class App:
         """Alive, ready and each handler's last report (what /healthz and /readyz serve)."""
         if self._runner is None:
             return {"alive": False, "ready": False, "handlers": {}}
-        return self._runner.health.to_json()
+        return self._runner.health().to_json()
+
+
+def _distinct_instances(configs: list[EngineConfig], names: list[str]) -> list[EngineConfig]:
+    """A static id (group.instance.id) shared by several handlers gets the handler's name as a
+    suffix: two members with one instance id would fence each other."""
+    ids = [c.static_id for c in configs]
+    return [
+        c.model_copy(update={"static_id": f"{c.static_id}-{name}"})
+        if c.static_id is not None and ids.count(c.static_id) > 1
+        else c
+        for c, name in zip(configs, names, strict=True)
+    ]

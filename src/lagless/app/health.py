@@ -1,107 +1,54 @@
-"""Health of an app: is every poll loop turning (alive), is every handler consuming (ready)?
+"""Health of an app: the engines' own health, every handler at once.
 
-Each handler's engine reports a :class:`~lagless.engine.Progress` about twice a second from its
-poll loop; :class:`Health` keeps the last one per handler.
+Each handler's engine keeps a :class:`~lagless.engine.Health` (alive: its poll loop turned in
+the last 10 s; ready: joined, owns partitions, consuming). The app is
 
-* **alive** (``/healthz``): every running engine reported within ``ALIVE_WITHIN_S`` (a poll
-  loop stuck for longer — a deadlock, a handler holding the loop — fails the probe; a rebalance
-  callback waits at most ``revoke_budget_s``, 5 s by default, so it never does).
-* **ready** (``/readyz``): every handler's engine is running, has joined its group and holds at
-  least one partition. A member of a group with more members than partitions holds none and is
-  reported not ready, which is what a rolling deploy should see.
+* **alive** (``/healthz``) when every handler's engine runs and is alive;
+* **ready** (``/readyz``) when every handler's engine is ready. A member of a group with more
+  members than partitions owns none and is reported not ready, which is what a rolling deploy
+  should see.
 
-:func:`serve` exposes both plus the Prometheus metrics of every handler (each sample labelled
-``handler``) on one port: what a Kubernetes liveness/readiness probe and Prometheus call.
+:func:`serve` puts both beside the Prometheus metrics of every handler (each sample labelled
+``handler``) on one port, through :mod:`lagless.observe.http`.
 """
 
 from __future__ import annotations
 
-import json
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from lagless.engine import Progress
-from lagless.errors import LaglessError
-
-ALIVE_WITHIN_S = 10.0
+from lagless.engine import HealthStatus
+from lagless.observe.http import serve as serve_http
 
 
-@dataclass(frozen=True, slots=True)
-class HandlerHealth:
-    """What one handler's engine last said."""
+@dataclass(frozen=True)
+class AppHealth:
+    """Every handler's engine health; ``running`` says which engines still run."""
 
-    running: bool
-    beat: float  # time.monotonic() of the last report
-    assigned: int
-    processed: int
-    in_flight: int
+    handlers: dict[str, HealthStatus]
+    running: dict[str, bool] = field(default_factory=dict)
 
-
-class Health:
-    """Thread-safe store of every handler's last report."""
-
-    def __init__(self, names: Iterable[str], alive_within_s: float = ALIVE_WITHIN_S) -> None:
-        now = time.monotonic()
-        self.alive_within_s = alive_within_s
-        self._lock = threading.Lock()
-        self._state = {name: HandlerHealth(False, now, 0, 0, 0) for name in names}
-
-    def reporter(self, name: str) -> Callable[[Progress], None]:
-        """The engine's ``on_progress`` for handler ``name``."""
-
-        def report(p: Progress) -> None:
-            with self._lock:
-                self._state[name] = HandlerHealth(
-                    True, time.monotonic(), p.assigned, p.processed, p.in_flight
-                )
-
-        return report
-
-    def started(self, name: str) -> None:
-        with self._lock:
-            self._state[name] = HandlerHealth(True, time.monotonic(), 0, 0, 0)
-
-    def stopped(self, name: str) -> None:
-        with self._lock:
-            old = self._state[name]
-            self._state[name] = HandlerHealth(False, old.beat, 0, old.processed, 0)
-
-    def snapshot(self) -> dict[str, HandlerHealth]:
-        with self._lock:
-            return dict(self._state)
-
+    @property
     def alive(self) -> bool:
-        now = time.monotonic()
-        return all(
-            h.running and now - h.beat <= self.alive_within_s for h in self.snapshot().values()
-        )
+        return all(self.running.get(n, False) and h.alive for n, h in self.handlers.items())
 
+    @property
     def ready(self) -> bool:
-        return self.alive() and all(h.assigned > 0 for h in self.snapshot().values())
+        return self.alive and all(h.ready for h in self.handlers.values())
 
     def to_json(self) -> dict[str, Any]:
-        now = time.monotonic()
         return {
-            "alive": self.alive(),
-            "ready": self.ready(),
+            "alive": self.alive,
+            "ready": self.ready,
             "handlers": {
-                name: {
-                    "running": h.running,
-                    "seconds_since_beat": round(now - h.beat, 3),
-                    "assigned": h.assigned,
-                    "processed": h.processed,
-                    "in_flight": h.in_flight,
-                }
-                for name, h in self.snapshot().items()
+                name: {**h.to_json(), "running": self.running.get(name, False)}
+                for name, h in self.handlers.items()
             },
         }
 
@@ -127,45 +74,10 @@ class LabelledCollector(Collector):
         yield from families.values()
 
 
-class _Quiet(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        """Probes every few seconds: no access log on stderr."""
-
-
-def health_app(health: Health, registry: CollectorRegistry) -> Callable[..., Iterable[bytes]]:
-    """The WSGI app: /metrics, /healthz, /readyz (200 or 503, a JSON body), else 404."""
-
-    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        path = environ.get("PATH_INFO", "/")
-        if path == "/metrics":
-            start_response("200 OK", [("Content-Type", CONTENT_TYPE_LATEST)])
-            return [generate_latest(registry)]
-        if path in ("/healthz", "/readyz"):
-            ok = health.alive() if path == "/healthz" else health.ready()
-            body = json.dumps(health.to_json(), sort_keys=True).encode()
-            status = "200 OK" if ok else "503 Service Unavailable"
-            start_response(status, [("Content-Type", "application/json")])
-            return [body]
-        start_response("404 Not Found", [("Content-Type", "text/plain")])
-        return [b"try /metrics, /healthz or /readyz\n"]
-
-    return app
-
-
 def serve(
-    port: int, health: Health, registries: Mapping[str, CollectorRegistry], addr: str = "127.0.0.1"
+    port: int, health: Callable[[], AppHealth], registries: Mapping[str, CollectorRegistry]
 ) -> WSGIServer:
-    """Serve /metrics, /healthz and /readyz on ``addr:port`` from a daemon thread.
-
-    Returns the server (``.shutdown()`` then ``.server_close()`` stop it); a port that cannot
-    be bound is a one-line LaglessError.
-    """
+    """/metrics (every handler's, labelled), /healthz and /readyz on 127.0.0.1:``port``."""
     registry = CollectorRegistry()
     registry.register(LabelledCollector(registries))
-    try:
-        server = make_server(addr, port, health_app(health, registry), handler_class=_Quiet)
-    except OSError as exc:
-        raise LaglessError(f"cannot serve on {addr}:{port}: {exc.strerror or exc}") from None
-    thread = threading.Thread(target=server.serve_forever, name="lagless-health", daemon=True)
-    thread.start()
-    return server
+    return serve_http(registry, port, health=health)

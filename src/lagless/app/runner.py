@@ -16,7 +16,7 @@ from typing import Any
 from wsgiref.simple_server import WSGIServer
 
 from lagless.app.handlers import HandlerSpec, LoopBridge, async_engine_handler, engine_handler
-from lagless.app.health import Health, serve
+from lagless.app.health import AppHealth, serve
 from lagless.app.outputs import OutputProducer
 from lagless.engine import Engine, EngineConfig, Handler, RunSummary
 from lagless.errors import LaglessError
@@ -42,7 +42,8 @@ class Runner:
         self._metrics_port = metrics_port
         self._loop = loop
         self.stop_event = threading.Event()
-        self.health = Health(s.name for s in specs)
+        self._engines: dict[str, Engine] = {}
+        self._running: dict[str, bool] = {s.name: False for s in specs}
         self.metrics = {s.name: Metrics() for s in specs}
         self.summaries: dict[str, RunSummary] = {}
         self._errors: list[BaseException] = []
@@ -56,9 +57,6 @@ class Runner:
         if any(s.is_async for s in self._specs):
             self._bridge = LoopBridge(self._loop)
         try:
-            if self._metrics_port is not None:
-                registries = {name: m.registry for name, m in self.metrics.items()}
-                self._server = serve(self._metrics_port, self.health, registries)
             for spec, config in zip(self._specs, self._configs, strict=True):
                 producer = OutputProducer(self._conf)
                 self._producers.append(producer)
@@ -68,12 +66,15 @@ class Runner:
                     self._engine_handler(spec, producer),
                     metrics=self.metrics[spec.name],
                     stop=self.stop_event,
-                    on_progress=self.health.reporter(spec.name),
                 )
+                self._engines[spec.name] = engine
                 thread = threading.Thread(
                     target=self._run, args=(spec.name, engine), name=f"lagless-app-{spec.name}"
                 )
                 self._threads.append(thread)
+            if self._metrics_port is not None:
+                registries = {name: m.registry for name, m in self.metrics.items()}
+                self._server = serve(self._metrics_port, self.health, registries)
         except BaseException:
             self._close()
             raise
@@ -86,8 +87,15 @@ class Runner:
         assert self._bridge is not None
         return self._bridge.wrap(async_engine_handler(spec, producer))
 
+    def health(self) -> AppHealth:
+        """Every handler's engine health (what /healthz and /readyz answer)."""
+        return AppHealth(
+            {name: engine.health.status() for name, engine in self._engines.items()},
+            dict(self._running),
+        )
+
     def _run(self, name: str, engine: Engine) -> None:
-        self.health.started(name)
+        self._running[name] = True
         try:
             self.summaries[name] = engine.run()
         except BaseException as exc:
@@ -95,7 +103,7 @@ class Runner:
             self._errors.append(exc)
             self.stop_event.set()  # one handler failed: stop the others (drain, commit)
         finally:
-            self.health.stopped(name)
+            self._running[name] = False
 
     @property
     def running(self) -> bool:
@@ -114,7 +122,7 @@ class Runner:
     def wait_ready(self, timeout: float) -> bool:
         """Wait until every handler holds partitions (see :mod:`lagless.app.health`)."""
         deadline = time.monotonic() + timeout
-        while not self.health.ready():
+        while not self.health().ready:
             if time.monotonic() >= deadline or not self.running:
                 return False
             time.sleep(0.05)

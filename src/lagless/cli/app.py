@@ -20,9 +20,9 @@ from lagless.cli import (
     plan,
     produce,
     report,
-    run,
     topic,
 )
+from lagless.cli import run as run_app
 from lagless.cli.common import GlobalOptions, setup_logging
 from lagless.engine.poller import UNCLOSED
 from lagless.errors import ConfigError, LaglessError
@@ -65,7 +65,7 @@ app.add_typer(broker.app, name="broker")
 app.add_typer(topic.app, name="topic")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
-app.command("run")(run.run)
+app.command("run")(run_app.run)
 app.add_typer(pipeline.app, name="pipeline")
 app.command("lag")(lag.lag)
 app.command("plan")(plan.plan)

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Annotated, cast
 
 import typer
 from rich.progress import Progress as Bar
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from lagless.app.signals import stop_on_signals
 from lagless.cli.common import interactive, kafka_conf, out_console, print_json
 from lagless.engine import (
     Engine,
@@ -33,21 +32,6 @@ from lagless.engine.core import ProgressFn
 from lagless.engine.events import EVENTS_FILE
 from lagless.errors import ConfigError
 from lagless.observe.metrics import Metrics
-
-
-@contextlib.contextmanager
-def stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGTERM/SIGINT set ``stop`` (the engine drains, commits and closes)."""
-
-    def handle(signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 @contextlib.contextmanager

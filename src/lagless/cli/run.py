@@ -63,7 +63,19 @@ def run(
     assignor: Annotated[
         str | None, typer.Option(help="cooperative-sticky, range or roundrobin")
     ] = None,
-    static_id: Annotated[str | None, typer.Option(help="group.instance.id")] = None,
+    static_id: Annotated[
+        str | None, typer.Option(help="group.instance.id (suffixed per handler if shared)")
+    ] = None,
+    client_id: Annotated[str | None, typer.Option(help="client.id")] = None,
+    group_protocol: Annotated[
+        str | None, typer.Option(help="classic or consumer (KIP-848)")
+    ] = None,
+    remote_assignor: Annotated[
+        str | None, typer.Option(help="group protocol consumer: uniform or range")
+    ] = None,
+    no_leave_group: Annotated[
+        bool, typer.Option("--no-leave-group", help="stop without sending LeaveGroup")
+    ] = False,
     session_timeout_ms: Annotated[int | None, typer.Option(help="session.timeout.ms")] = None,
     heartbeat_ms: Annotated[int | None, typer.Option(help="heartbeat.interval.ms")] = None,
     max_poll_interval_ms: Annotated[int | None, typer.Option(help="max.poll.interval.ms")] = None,
@@ -99,6 +111,10 @@ def run(
         "commit_every": commit_every,
         "assignor": assignor,
         "static_id": static_id,
+        "client_id": client_id,
+        "group_protocol": group_protocol,
+        "remote_assignor": remote_assignor,
+        "leave_group_on_close": False if no_leave_group else None,
         "session_timeout_ms": session_timeout_ms,
         "heartbeat_interval_ms": heartbeat_ms,
         "max_poll_interval_ms": max_poll_interval_ms,
