@@ -1,18 +1,18 @@
 """The pytest plugin shipped with lagless (lagless.testing): a test written as a user would,
-and the plugin found through its entry point by a fresh project with its own broker."""
+and docs/app.md's test found through the entry point by a fresh project with its own broker."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 import lagless
 from lagless.testing import TestKafka
+from tests.integration.app_helpers.docs import block_with
 
 pytestmark = pytest.mark.integration
 
@@ -34,27 +34,8 @@ def test_a_user_tests_an_app_in_a_few_lines(lagless_kafka: TestKafka, lagless_to
     assert lagless_kafka.read(lagless_topic)[0].topic == lagless_topic
 
 
-USER_TEST = '''
-import lagless
-
-def test_upper(lagless_kafka, lagless_topic):
-    out = lagless_kafka.topic()
-    app = lagless.App(group="g", until_idle_s=1, session_timeout_ms=6000,
-                      heartbeat_interval_ms=1500)
-
-    @app.handler(lagless_topic, value=str, output=out, on_failure="stop")
-    def upper(text):
-        return text.upper()
-
-    lagless_kafka.produce(lagless_topic, ["a", "b"])
-    summaries = app.configured(lagless_kafka.settings).run()
-    assert summaries["upper"].processed == 2
-    assert sorted(r.value for r in lagless_kafka.read(out)) == [b"A", b"B"]
-'''
-
-
 def test_the_plugin_is_found_by_a_fresh_project_and_starts_its_broker(tmp_path: Path) -> None:
-    (tmp_path / "test_user.py").write_text(textwrap.dedent(USER_TEST))
+    (tmp_path / "test_user.py").write_text(block_with("docs/app.md", "def test_upper"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAGLESS_")}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user.py"],
