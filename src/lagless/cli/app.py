@@ -15,6 +15,7 @@ from lagless.cli import (
     broker,
     consume,
     demo,
+    lab,
     lag,
     pipeline,
     plan,
@@ -71,6 +72,7 @@ app.command("lag")(lag.lag)
 app.command("plan")(plan.plan)
 app.command("report")(report.report)
 app.command("demo")(demo.demo)
+app.add_typer(lab.app, name="lab")
 
 
 def main() -> None:

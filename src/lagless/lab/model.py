@@ -166,7 +166,8 @@ class Ownership:
     """One instance's hold on one partition, for the assignment strip and the overlap check.
 
     ``start``: assigned; ``consuming``: first record after the assignment (None if never);
-    ``end``: revoked, lost or stopped (the run's end if still owned).
+    ``end``: revoked, lost or stopped (the run's end if still owned); ``consuming_end``: when
+    consumption stopped (``end``, or the instance's STOPPING if earlier; None if never consuming).
     """
 
     partition: int
@@ -174,7 +175,15 @@ class Ownership:
     start: float
     end: float
     consuming: float | None = None
-    ended_by: str = "end"  # revoked | lost | stopping | end
+    ended_by: str = "end"  # revoked | lost | stopped | end
+    consuming_end: float | None = None
+
+    @property
+    def consuming_span(self) -> tuple[float, float] | None:
+        """``[consuming, consuming_end)``: when this ownership consumed (None if it never did)."""
+        if self.consuming is None or self.consuming_end is None:
+            return None
+        return (self.consuming, self.consuming_end)
 
 
 @dataclass
