@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 import lagless
 from lagless.engine.dlq import H_ERROR, H_ERROR_CLASS, H_OFFSET
-from lagless.errors import ConfigError
+from lagless.errors import ConfigError, RecordError
 from lagless.testing import TestKafka
 
 pytestmark = pytest.mark.integration
@@ -168,3 +168,25 @@ def test_a_bad_option_fails_at_registration_with_one_line() -> None:
         def g(value: bytes) -> None: ...
 
     assert not app.specs
+
+
+def test_a_failing_handler_stops_the_app_and_raises_with_coordinates(
+    lagless_kafka: TestKafka,
+) -> None:
+    bad_topic, good_topic = lagless_kafka.topic(), lagless_kafka.topic()
+    app = lagless.App(group=lagless_kafka.group(), session_timeout_ms=6000,
+                      heartbeat_interval_ms=1500, retries=1, retry_backoff_s=0.01)  # fmt: skip
+
+    @app.handler(bad_topic, on_failure="stop")
+    def explode(value: bytes) -> None:
+        if value == b"boom":
+            raise RuntimeError("cannot handle boom")
+
+    @app.handler(good_topic, on_failure="stop")  # no stop condition: only the failure ends it
+    def fine(value: bytes) -> None: ...
+
+    lagless_kafka.produce(bad_topic, [b"ok", b"boom"])
+    with pytest.raises(RecordError, match=r"RuntimeError: cannot handle boom") as info:
+        app.configured(lagless_kafka.settings).run()
+    assert info.value.coordinates.topic == bad_topic
+    assert info.value.coordinates.offset == 1

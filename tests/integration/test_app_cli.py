@@ -65,6 +65,31 @@ def test_lagless_run_bad_target_is_one_line_and_exit_2(lagless_kafka: TestKafka)
         assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
 
 
+def test_sigterm_drains_commits_and_leaves(lagless_kafka: TestKafka) -> None:
+    total = 3000
+    source, out = lagless_kafka.topic(3), lagless_kafka.topic(3)
+    lagless_kafka.produce(source, [f"r{i}" for i in range(total)])
+    group = lagless_kafka.group()
+    proc = subprocess.Popen(
+        lagless_run(lagless_kafka, source, out, group, "--json"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        env={**app_env(source, out), "LAGLESS_TEST_SLEEP_MS": "50"},
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while len(lagless_kafka.read(out)) < 200:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    processed = json.loads(stdout)["copy"]["processed"]
+    assert 200 <= processed < total  # stopped early, after draining what was in flight
+    committed = sum(committed_offsets(lagless_kafka.conf, group, [source]).values())
+    outputs = lagless_kafka.read(out)
+    # every finished record committed, every output acknowledged, nothing written twice
+    assert committed == processed == len(outputs) == len({r.value for r in outputs})
+
+
 @pytest.mark.slow
 def test_kill_9_between_produce_and_ack_loses_nothing_and_bounds_duplicates(
     lagless_kafka: TestKafka,
