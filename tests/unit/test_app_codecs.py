@@ -102,7 +102,7 @@ def test_return_values_become_output_records() -> None:
 def test_handler_options_and_overrides() -> None:
     app = lagless.App(group="g", until_idle_s=3)
 
-    @app.handler("in", dlq="in-dlq", max_in_flight=9, ordering="key")
+    @app.handler("in", dlq="in-dlq", max_in_flight=9, ordering="key", output_conf={"linger.ms": 2})
     def one(value: bytes) -> None: ...
 
     @app.handler(["a", "b"], on_failure="skip", group="own", static_id="pod-1")
@@ -123,6 +123,7 @@ def test_handler_options_and_overrides() -> None:
         "pod-1",
     )
     spec1, spec2 = app.specs
+    assert (spec1.output_conf, spec2.output_conf) == ({"linger.ms": 2}, {})
     assert (spec1.pass_record, spec1.pass_key, spec2.pass_record, spec2.pass_key) == (
         False, False, True, True
     )  # fmt: skip

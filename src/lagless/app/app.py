@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -73,9 +73,11 @@ class App:
         value: Any = bytes,
         key: Any = bytes,
         output: str | None = None,
+        output_conf: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> Callable[[F], F]:
-        """Register the decorated function for ``topic`` (see the module doc)."""
+        """Register the decorated function for ``topic`` (see the module doc);
+        ``output_conf``: librdkafka properties of its output producer (e.g. ``linger.ms``)."""
         topics = (topic,) if isinstance(topic, str) else tuple(topic)
 
         def register(func: F) -> F:

@@ -35,6 +35,7 @@ class HandlerSpec:
     decode_key: bool  # a key codec other than bytes was given: bad keys go to the DLQ
     output: str | None
     options: dict[str, Any] = field(default_factory=dict)  # EngineConfig keyword values
+    output_conf: dict[str, Any] = field(default_factory=dict)  # librdkafka, for the outputs
     is_async: bool = False
     pass_record: bool = False
     pass_key: bool = False
@@ -48,6 +49,7 @@ class HandlerSpec:
         key: Any,
         output: str | None,
         options: dict[str, Any],
+        output_conf: dict[str, Any] | None = None,
     ) -> HandlerSpec:
         name = getattr(func, "__name__", None) or repr(func)
         params = [
@@ -68,6 +70,7 @@ class HandlerSpec:
             decode_key=key is not bytes and key is not None,
             output=output,
             options=options,
+            output_conf=dict(output_conf or {}),
             is_async=inspect.iscoroutinefunction(func),
             pass_record=len(params) == 2,
             pass_key="key" in inspect.signature(func).parameters,

@@ -108,11 +108,16 @@ class _Pending:
 
 
 class OutputProducer:
-    """One idempotent producer per handler; a daemon thread serves its delivery reports."""
+    """One idempotent producer per handler; a daemon thread serves its delivery reports.
+
+    ``linger.ms`` is 0: each record waits for its own acknowledgement, so waiting to fill a
+    batch only adds latency (librdkafka still batches what queues while requests are in
+    flight). ``overrides`` (the handler's ``output_conf``) win.
+    """
 
     def __init__(self, conf: Mapping[str, Any], overrides: Mapping[str, Any] | None = None):
         self._producer = make_producer(
-            {**conf, "acks": "all", "enable.idempotence": True, "linger.ms": 5,
+            {**conf, "acks": "all", "enable.idempotence": True, "linger.ms": 0,
              **(overrides or {})}
         )  # fmt: skip
         self._closed = threading.Event()

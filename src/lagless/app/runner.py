@@ -58,7 +58,7 @@ class Runner:
             self._bridge = LoopBridge(self._loop)
         try:
             for spec, config in zip(self._specs, self._configs, strict=True):
-                producer = OutputProducer(self._conf)
+                producer = OutputProducer(self._conf, spec.output_conf)
                 self._producers.append(producer)
                 engine = Engine(
                     self._conf,
