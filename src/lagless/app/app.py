@@ -81,7 +81,8 @@ class App:
         topics = (topic,) if isinstance(topic, str) else tuple(topic)
 
         def register(func: F) -> F:
-            spec = HandlerSpec.make(func, topics, value, key, output, {**self._defaults, **options})
+            merged = {**self._defaults, **options}
+            spec = HandlerSpec.make(func, topics, value, key, output, merged, dict(output_conf or {}))
             if any(s.name == spec.name for s in self.specs):
                 raise ConfigError(f"two handlers named {spec.name!r}: rename one")
             spec.engine_config(self.group)  # validate now: a bad option fails at import
