@@ -82,7 +82,8 @@ class App:
 
         def register(func: F) -> F:
             merged = {**self._defaults, **options}
-            spec = HandlerSpec.make(func, topics, value, key, output, merged, dict(output_conf or {}))
+            conf = dict(output_conf or {})
+            spec = HandlerSpec.make(func, topics, value, key, output, merged, conf)
             if any(s.name == spec.name for s in self.specs):
                 raise ConfigError(f"two handlers named {spec.name!r}: rename one")
             spec.engine_config(self.group)  # validate now: a bad option fails at import
