@@ -3,6 +3,7 @@
 ::
 
     lagless topic create calls --partitions 3
+    lagless topic create calls-done --partitions 3
     lagless produce --topic calls --workload jobs --count 5000 --sleep-ms 100:300
     lagless run examples.caller:app --until-idle 3
 

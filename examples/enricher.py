@@ -3,6 +3,8 @@
 Run it on the embedded broker (from the repository root)::
 
     lagless topic create orders --partitions 3
+    lagless topic create orders-enriched --partitions 3
+    lagless topic create orders-dlq
     lagless produce --topic orders --workload events --count 1000 --bad-fraction 0.02
     lagless run examples.enricher:app --until-idle 3
 

@@ -70,12 +70,20 @@ def run_cli(
     cluster: Cluster | None = None,
     timeout: float = 120,
     env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the installed ``lagless`` command; bootstrap from ``cluster`` if given."""
+    """Run the installed ``lagless`` command (in ``cwd`` if given); bootstrap from
+    ``cluster`` if given."""
     full_env = {**os.environ, **(env or {})}
     full_env.pop("LAGLESS_BOOTSTRAP", None)
     if cluster is not None:
         full_env["LAGLESS_BOOTSTRAP"] = cluster.bootstrap
     return subprocess.run(
-        [LAGLESS, *args], capture_output=True, text=True, timeout=timeout, env=full_env, check=False
+        [LAGLESS, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        check=False,
+        cwd=cwd,
     )

@@ -41,7 +41,8 @@ def test_every_example_is_tested() -> None:
 
 
 def test_enricher_example(lagless_kafka: TestKafka) -> None:
-    lagless(lagless_kafka, "topic", "create", "orders", "--partitions", "3")
+    for topic, partitions in (("orders", "3"), ("orders-enriched", "3"), ("orders-dlq", "1")):
+        lagless(lagless_kafka, "topic", "create", topic, "--partitions", partitions)
     lagless(lagless_kafka, "produce", "--topic", "orders", "--workload", "events",
             "--count", "1000", "--bad-fraction", "0.02")  # fmt: skip
     malformed = sum(
@@ -58,7 +59,8 @@ def test_enricher_example(lagless_kafka: TestKafka) -> None:
 
 
 def test_caller_example(lagless_kafka: TestKafka) -> None:
-    lagless(lagless_kafka, "topic", "create", "calls", "--partitions", "3")
+    for topic in ("calls", "calls-done"):
+        lagless(lagless_kafka, "topic", "create", topic, "--partitions", "3")
     lagless(lagless_kafka, "produce", "--topic", "calls", "--workload", "jobs",
             "--count", "5000", "--sleep-ms", "100:300")  # fmt: skip
     summary = run_example(lagless_kafka, "examples.caller:app")["call"]
@@ -76,7 +78,8 @@ def test_readme_first_example_is_an_app_that_lagless_run_starts(
     assert "lagless.App(" in service
     assert service == python_blocks("docs/app.md")[0]  # one example, shown twice
     (tmp_path / "service.py").write_text(service)
-    lagless(lagless_kafka, "topic", "create", "payments", "--partitions", "3")
+    for topic, partitions in (("payments", "3"), ("payments-dlq", "1"), ("payments-big", "3")):
+        lagless(lagless_kafka, "topic", "create", topic, "--partitions", partitions)
     payments = [{"payment_id": f"p{i}", "amount": i * 10} for i in range(30)]
     lagless_kafka.produce("payments", [*payments, b"{broken", {"payment_id": "p-x"}], key="c1")
     summary = run_example(lagless_kafka, "service:app", cwd=tmp_path)["big"]

@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from lagless.app.handlers import HandlerSpec
+from lagless.app.outputs import check_outputs_exist
 from lagless.app.runner import Runner
 from lagless.app.signals import stop_on_signals
 from lagless.config import KafkaSettings, load_settings
@@ -63,6 +64,7 @@ class App:
         self.specs: list[HandlerSpec] = []
         self._runner: Runner | None = None
         self.summaries: dict[str, RunSummary] = {}
+        self.hurried = False  # the last run was stopped at once (a second signal)
 
     # -- registering ----------------------------------------------------------------------
 
@@ -99,6 +101,7 @@ class App:
         other.specs = list(self.specs)
         other._runner = None
         other.summaries = {}
+        other.hurried = False
         if settings is not None:
             other._settings = settings
         other._overrides = {
@@ -121,15 +124,14 @@ class App:
 
     # -- running --------------------------------------------------------------------------
 
-    def _start(
-        self, metrics_port: int | None, loop: asyncio.AbstractEventLoop | None = None
-    ) -> Runner:
+    def _start(self, metrics_port: int | None) -> Runner:
         if self._runner is not None:
             raise ConfigError("the app is already running")
         configs = self.engine_configs()
         conf = self.settings().to_librdkafka()
         check_reachable(conf)
-        runner = Runner(conf, self.specs, configs, metrics_port=metrics_port, loop=loop)
+        check_outputs_exist(conf, (s.output for s in self.specs if s.output is not None))
+        runner = Runner(conf, self.specs, configs, metrics_port=metrics_port)
         runner.start()
         self._runner = runner
         return runner
@@ -138,6 +140,7 @@ class App:
         try:
             self.summaries = runner.finish()
         finally:
+            self.hurried = runner.hurried
             self._runner = None
         return self.summaries
 
@@ -145,7 +148,7 @@ class App:
         """Run every handler until each one's stop condition or SIGTERM/SIGINT; each handler's
         summary by name. Raises the first handler failure (after stopping the others)."""
         runner = self._start(metrics_port)
-        with stop_on_signals(runner.stop_event):
+        with stop_on_signals(runner.stop_event, runner.hurry):
             try:
                 runner.join()
             finally:
@@ -153,10 +156,10 @@ class App:
         return summaries
 
     async def run_async(self, metrics_port: int | None = None) -> dict[str, RunSummary]:
-        """:meth:`run` inside a running event loop: coroutine handlers run on this loop.
-        Cancelling the task stops the app (drain, commit, leave) and re-raises."""
-        loop = asyncio.get_running_loop()
-        runner = await asyncio.to_thread(self._start, metrics_port, loop)
+        """:meth:`run` inside a running event loop, which stays free: the engines run on their
+        own threads (coroutine handlers on each engine's event loop). Cancelling the task
+        stops the app (drain, commit, leave) and re-raises."""
+        runner = await asyncio.to_thread(self._start, metrics_port)
         try:
             while runner.running:
                 await asyncio.sleep(0.05)

@@ -3,14 +3,13 @@
 :class:`HandlerSpec` is what ``@app.handler(...)`` registers. :func:`engine_handler` wraps it
 into what the engine runs per record: decode the key and value (failure: ``DecodeError``,
 straight to the DLQ with the reason), call the function, produce what it returned and return
-only once every output is acknowledged. Coroutine functions get an ``async def`` wrapper.
+only once every output is acknowledged. Coroutine functions get an ``async def`` wrapper,
+which the engine runs as a task on its own event loop (:mod:`lagless.engine.aio`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,33 +125,3 @@ def async_engine_handler(spec: HandlerSpec, producer: OutputProducer) -> AsyncHa
         await producer.send_async(outgoing(result, record, spec.output), record)
 
     return handle
-
-
-class LoopBridge:
-    """Runs coroutine handlers on one event loop for engine worker threads.
-
-    Each worker thread blocks on its record's coroutine while the loop runs them all; the loop
-    is the caller's (``run_async``) or one the bridge owns in a daemon thread.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        self._owned = loop is None
-        self.loop = loop or asyncio.new_event_loop()
-        self._thread: threading.Thread | None = None
-        if self._owned:
-            self._thread = threading.Thread(
-                target=self.loop.run_forever, name="lagless-app-loop", daemon=True
-            )
-            self._thread.start()
-
-    def wrap(self, handler: AsyncHandler) -> Handler:
-        def handle(record: Record) -> None:
-            asyncio.run_coroutine_threadsafe(handler(record), self.loop).result()
-
-        return handle
-
-    def close(self) -> None:
-        if self._owned and self._thread is not None:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(timeout=5.0)
-            self.loop.close()

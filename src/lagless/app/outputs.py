@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from confluent_kafka import KafkaError, Message
+from confluent_kafka import KafkaError, KafkaException, Message
 
 from lagless.app.codecs import encode
 from lagless.engine.record import Record
-from lagless.errors import ConfigError, LaglessError
-from lagless.kafka.clients import make_producer
+from lagless.errors import ClusterError, ConfigError, LaglessError
+from lagless.kafka.clients import make_admin, make_producer
 
 
 class _InputKey:
@@ -174,6 +174,26 @@ class OutputProducer:
         self._closed.set()
         self._thread.join(timeout=1.0)
         return left
+
+
+def check_outputs_exist(
+    conf: Mapping[str, Any], topics: Iterable[str], timeout: float = 10.0
+) -> None:
+    """ConfigError naming the first output topic that does not exist (a producer would wait
+    ``message.timeout.ms`` per record for it, or create it on brokers that auto-create)."""
+    wanted = sorted(set(topics))
+    if not wanted:
+        return
+    try:
+        metadata = make_admin(conf).list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterError(f"cannot read the cluster's topics: {exc.args[0]}") from None
+    known = {name for name, meta in metadata.topics.items() if meta.error is None}
+    for name in wanted:
+        if name not in known:
+            raise ConfigError(
+                f"output topic {name!r} does not exist (create it: lagless topic create {name})"
+            )
 
 
 def _settle(future: asyncio.Future[list[str]], errors: list[str]) -> None:

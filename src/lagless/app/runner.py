@@ -7,7 +7,6 @@ returns each handler's :class:`~lagless.engine.RunSummary` (or raises the first 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
@@ -15,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
-from lagless.app.handlers import HandlerSpec, LoopBridge, async_engine_handler, engine_handler
+from lagless.app.handlers import HandlerSpec, async_engine_handler, engine_handler
 from lagless.app.health import AppHealth, serve
 from lagless.app.outputs import OutputProducer
 from lagless.engine import Engine, EngineConfig, Handler, RunSummary
@@ -34,13 +33,11 @@ class Runner:
         specs: Sequence[HandlerSpec],
         configs: Sequence[EngineConfig],
         metrics_port: int | None = None,
-        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self._conf = dict(conf)
         self._specs = list(specs)
         self._configs = list(configs)
         self._metrics_port = metrics_port
-        self._loop = loop
         self.stop_event = threading.Event()
         self._engines: dict[str, Engine] = {}
         self._running: dict[str, bool] = {s.name: False for s in specs}
@@ -49,13 +46,10 @@ class Runner:
         self._errors: list[BaseException] = []
         self._threads: list[threading.Thread] = []
         self._producers: list[OutputProducer] = []
-        self._bridge: LoopBridge | None = None
         self._server: WSGIServer | None = None
         self._finished = False
 
     def start(self) -> None:
-        if any(s.is_async for s in self._specs):
-            self._bridge = LoopBridge(self._loop)
         try:
             for spec, config in zip(self._specs, self._configs, strict=True):
                 producer = OutputProducer(self._conf, spec.output_conf)
@@ -82,10 +76,10 @@ class Runner:
             thread.start()
 
     def _engine_handler(self, spec: HandlerSpec, producer: OutputProducer) -> Handler:
-        if not spec.is_async:
-            return engine_handler(spec, producer)
-        assert self._bridge is not None
-        return self._bridge.wrap(async_engine_handler(spec, producer))
+        """A sync handler, or an ``async def`` one (the engine runs it on its event loop)."""
+        if spec.is_async:
+            return async_engine_handler(spec, producer)
+        return engine_handler(spec, producer)
 
     def health(self) -> AppHealth:
         """Every handler's engine health (what /healthz and /readyz answer)."""
@@ -104,6 +98,16 @@ class Runner:
             self.stop_event.set()  # one handler failed: stop the others (drain, commit)
         finally:
             self._running[name] = False
+
+    def hurry(self) -> None:
+        """Stop every engine at once: no waiting for in-flight records (a second signal)."""
+        self.stop_event.set()
+        for engine in self._engines.values():
+            engine.hurry()
+
+    @property
+    def hurried(self) -> bool:
+        return any(engine.hurried for engine in self._engines.values())
 
     @property
     def running(self) -> bool:
@@ -145,8 +149,6 @@ class Runner:
             left = producer.close()
             if left:
                 self._errors.append(LaglessError(f"{left} output records undelivered at close"))
-        if self._bridge is not None:
-            self._bridge.close()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

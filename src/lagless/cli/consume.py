@@ -5,17 +5,14 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, cast
 
 import typer
-from rich.progress import Progress as Bar
-from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from lagless.app.signals import stop_on_signals
-from lagless.cli.common import interactive, kafka_conf, out_console, print_json
+from lagless.cli.common import interactive, kafka_conf
+from lagless.cli.consume_run import progress_line, run_and_report
 from lagless.engine import (
     Engine,
     EngineConfig,
@@ -23,12 +20,9 @@ from lagless.engine import (
     Ledger,
     OnFailure,
     Ordering,
-    Progress,
-    RunSummary,
     load_handler,
 )
 from lagless.engine.config import OffsetReset
-from lagless.engine.core import ProgressFn
 from lagless.engine.events import EVENTS_FILE
 from lagless.errors import ConfigError
 from lagless.observe.metrics import Metrics
@@ -44,17 +38,6 @@ def recording(metrics: Metrics, directory: Path | None) -> Iterator[None]:
 
     with Recorder(metrics, directory):
         yield
-
-
-def describe(summary: RunSummary) -> str:
-    e2e = summary.e2e_ms
-    latency = f", e2e p50 {e2e.p50} ms p99 {e2e.p99} ms" if e2e.p50 is not None else ""
-    return (
-        f"processed {summary.processed} records ({summary.dlq} to the DLQ, {summary.skipped} "
-        f"skipped) in {summary.seconds} s: {summary.records_per_s:.0f} records/s; "
-        f"{summary.commits} commits, {summary.rebalances} rebalances, {summary.pauses} pauses, "
-        f"max in flight {summary.max_in_flight_seen}{latency}"
-    )
 
 
 def consume(
@@ -208,7 +191,6 @@ def consume(
     run_handler = load_handler(handler)
     conf = kafka_conf(ctx)
     metrics = Metrics()
-    stop = threading.Event()
     instance = client_id or static_id or f"{socket.gethostname()}-{os.getpid()}"
     with contextlib.ExitStack() as stack:
         events = None
@@ -218,39 +200,12 @@ def consume(
         audit = stack.enter_context(contextlib.closing(Ledger(ledger))) if ledger else None
         show = stack.enter_context(progress_line(interactive() and not as_json))
         engine = Engine(
-            conf, config, run_handler, metrics=metrics, stop=stop, on_progress=show,
-            events=events, ledger=audit,
+            conf, config, run_handler, metrics=metrics, on_progress=show, events=events,
+            ledger=audit,
         )  # fmt: skip
         if metrics_port is not None:
             metrics.serve(metrics_port, health=engine.health.status)
-        stack.enter_context(stop_on_signals(stop))
         stack.enter_context(recording(metrics, record))
-        summary = engine.run()
-    if as_json:
-        print_json(summary.to_json())
-    else:
-        out_console.print(describe(summary))
-
-
-@contextlib.contextmanager
-def progress_line(enabled: bool) -> Iterator[ProgressFn | None]:
-    """A one-line live status on the terminal while the engine runs (None when disabled)."""
-    if not enabled:
-        yield None
-        return
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Bar(*columns, console=out_console, transient=True) as bar:
-        task = bar.add_task("joining the group")
-
-        def show(p: Progress) -> None:
-            rate = p.processed / p.seconds if p.seconds else 0.0
-            bar.update(
-                task,
-                description=(
-                    f"{p.processed} processed ({rate:.0f}/s), {p.in_flight} in flight, "
-                    f"{p.dlq} dlq, lag {p.lag_records}, {p.assigned} partitions, "
-                    f"{p.paused} paused"
-                ),
-            )
-
-        yield show
+        code = run_and_report(engine, as_json=as_json)
+    if code:
+        raise typer.Exit(code)

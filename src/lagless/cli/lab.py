@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -153,7 +154,8 @@ def rebalance(
         }
         print_json(doc)
     else:
-        out_console.print(table(cluster.name, reports), width=max(out_console.width, TABLE_WIDTH))
+        wide = Console(width=max(out_console.width, TABLE_WIDTH), soft_wrap=True)
+        wide.print(table(cluster.name, reports))
         for line in notes(reports, best):
             out_console.print(line, soft_wrap=True)
         out_console.print(f"page: {page}", soft_wrap=True)

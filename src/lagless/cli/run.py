@@ -1,7 +1,9 @@
 """`lagless run module:app`: run a :class:`lagless.App` (like ``uvicorn module:app``).
 
 The consume options given on the command line override every handler's own; the global
-``--bootstrap``/``--config``/``--state-dir`` override the app's connection settings.
+``--bootstrap``/``--config``/``--state-dir`` override the app's connection settings. Signals as
+``lagless consume``: the first SIGTERM/SIGINT drains and exits 0 with the summaries, a second
+stops at once (exit 130).
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import Annotated, Any
 import typer
 
 from lagless.app import App
-from lagless.cli.common import options, out_console, print_json, settings
-from lagless.cli.consume import describe
+from lagless.cli.common import options, print_json, settings
+from lagless.cli.consume_run import EXIT_INTERRUPTED, describe
 from lagless.engine import OnFailure, Ordering
 from lagless.errors import ConfigError
 
@@ -129,6 +131,8 @@ def run(
     summaries = configured.run(metrics_port=metrics_port)
     if as_json:
         print_json({name: s.to_json() for name, s in summaries.items()})
-        return
-    for name, summary in summaries.items():
-        out_console.print(f"{name}: {describe(summary)}")
+    else:
+        for name, summary in summaries.items():
+            sys.stdout.write(f"{name}: {describe(summary)}\n")  # one line each, never wrapped
+    if configured.hurried:  # a second signal: stopped without waiting for in-flight records
+        raise typer.Exit(EXIT_INTERRUPTED)

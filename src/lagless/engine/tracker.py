@@ -9,11 +9,14 @@ from that metadata on assignment) are recognised on arrival and skipped.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Iterable
 from enum import Enum
 
 from lagless.engine import offset_map
+
+log = logging.getLogger(__name__)
 
 
 class Arrival(Enum):
@@ -35,6 +38,7 @@ class PartitionTracker:
         self._earlier: set[int] = {o for o in completed if o > floor}
         self._next = committed
         self._last_received: int | None = None
+        self.resets = 0  # offset resets followed (see _follow_reset)
 
     @property
     def committable(self) -> int | None:
@@ -47,7 +51,9 @@ class PartitionTracker:
         return len(self._window)
 
     def receive(self, offset: int, now: float) -> Arrival:
-        """Register a fetched record (offsets must grow)."""
+        """Register a fetched record (offsets grow, except after an offset reset)."""
+        if self._next is not None and offset < self._next and not self._window:
+            self._follow_reset(offset)
         if self._last_received is not None and offset <= self._last_received:
             return Arrival.STALE
         if self._next is not None and offset < self._next:
@@ -60,6 +66,23 @@ class PartitionTracker:
             self.complete(offset)
             return Arrival.DONE_BEFORE
         return Arrival.NEW
+
+    def _follow_reset(self, offset: int) -> None:
+        """The consumer's position moved below what this tracker expected with nothing held
+        (``auto.offset.reset`` after OFFSET_OUT_OF_RANGE, e.g. a topic recreated): follow
+        the consumer, whose position is the truth; the records from ``offset`` on are new
+        and the offset map of the old log no longer applies."""
+        log.warning(
+            "partition position moved back from offset %s to %d (offset reset): "
+            "following it; records from %d on are processed",
+            self._next,
+            offset,
+            offset,
+        )
+        self._next = offset
+        self._last_received = None
+        self._earlier.clear()
+        self.resets += 1
 
     def complete(self, offset: int) -> None:
         """Mark ``offset`` finished; the committable offset moves past finished records."""

@@ -34,6 +34,7 @@ from lagless.lab.load import Load
 from lagless.lab.measures import measure
 from lagless.lab.model import (
     EventKind,
+    InstanceEvent,
     ScenarioData,
     ScenarioReport,
     Trigger,
@@ -99,6 +100,10 @@ ShowFn = Callable[[Status], None]
 def broker_notes(cluster: ClusterInfo, scenario: Scenario) -> list[str]:
     """Deviations of the cluster that change what a scenario shows (measured: docs/broker.md)."""
     notes: list[str] = []
+    if cluster.product.startswith("librdkafka") and scenario.classic:
+        notes.append("the mock cluster waits session.timeout.ms - 1 s in every classic rebalance")
+        if scenario.static:
+            notes.append("the mock cluster's classic protocol ignores static membership")
     if cluster.product != "Tansu":
         return notes
     if scenario.classic:
@@ -109,6 +114,22 @@ def broker_notes(cluster: ClusterInfo, scenario: Scenario) -> list[str]:
     if scenario.static:
         notes.append("Tansu's static membership does not avoid the rebalance on a restart")
     return notes
+
+
+def consumed_now(events: list[InstanceEvent]) -> set[int]:
+    """The partitions one instance owns and has consumed since their assignment."""
+    owned: set[int] = set()
+    consuming: set[int] = set()
+    for event in events:
+        parts = set(event.partitions)
+        if event.kind is EventKind.ASSIGNED:
+            owned |= parts
+        elif event.kind in (EventKind.REVOKED, EventKind.LOST):
+            owned -= parts
+            consuming -= parts
+        elif event.kind is EventKind.CONSUMING:
+            consuming |= parts & owned
+    return consuming
 
 
 class ScenarioRun:
@@ -178,6 +199,11 @@ class ScenarioRun:
         load.start()
         if not self.scenario.classic:
             self.phase("asking the broker for KIP-848")
+            try:
+                self._wait(lambda: bool(load.ends()), None, 30, "the topic received no record")
+            except LaglessError:
+                load.stop()
+                raise
             if not supports_kip848(self.conf, self.topic):
                 load.stop()
                 reason = (
@@ -358,27 +384,18 @@ class ScenarioRun:
         """Every partition has an owner that consumed it since its assignment."""
         consuming: set[int] = set()
         for instance in self.instances:
-            if not instance.running:
-                continue
-            owned: set[int] = set()
-            for event in instance.events():
-                if event.kind is EventKind.ASSIGNED:
-                    owned |= set(event.partitions)
-                elif event.kind in (EventKind.REVOKED, EventKind.LOST):
-                    owned -= set(event.partitions)
-                    consuming -= set(event.partitions)
-                elif event.kind is EventKind.CONSUMING:
-                    consuming |= set(event.partitions) & owned
+            if instance.running:
+                consuming |= consumed_now(instance.events())
         return len(consuming) >= self.partitions
 
-    def _sleep(self, seconds: float, sampler: LagSampler) -> None:
+    def _sleep(self, seconds: float, sampler: LagSampler | None) -> None:
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
             time.sleep(min(left, TICK_S))
             self.tick(sampler)
 
     def _wait(
-        self, done: Callable[[], bool], sampler: LagSampler, timeout: float, what: str
+        self, done: Callable[[], bool], sampler: LagSampler | None, timeout: float, what: str
     ) -> None:
         deadline = time.monotonic() + timeout
         while not done():
