@@ -190,3 +190,14 @@ def test_a_failing_handler_stops_the_app_and_raises_with_coordinates(
         app.configured(lagless_kafka.settings).run()
     assert info.value.coordinates.topic == bad_topic
     assert info.value.coordinates.offset == 1
+
+
+def test_an_output_topic_that_does_not_exist_is_one_line(lagless_kafka: TestKafka) -> None:
+    app = lagless.App(group=lagless_kafka.group())
+
+    @app.handler(lagless_kafka.topic(), output="no-such-output", on_failure="stop")
+    def h(value: bytes) -> bytes:
+        return value
+
+    with pytest.raises(ConfigError, match="output topic 'no-such-output' does not exist"):
+        app.configured(lagless_kafka.settings).run()

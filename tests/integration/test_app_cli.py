@@ -90,6 +90,28 @@ def test_sigterm_drains_commits_and_leaves(lagless_kafka: TestKafka) -> None:
     assert committed == processed == len(outputs) == len({r.value for r in outputs})
 
 
+def test_a_second_signal_stops_at_once_with_exit_130(lagless_kafka: TestKafka) -> None:
+    source, out = lagless_kafka.topic(), lagless_kafka.topic()
+    lagless_kafka.produce(source, [f"r{i}" for i in range(200)])
+    proc = subprocess.Popen(
+        lagless_run(lagless_kafka, source, out, lagless_kafka.group(), "--json"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        env={**app_env(source, out), "LAGLESS_TEST_SLEEP_MS": "5000"},
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not lagless_kafka.read(out):  # the first 50 are done, the next 50 sleep 5 s
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    hurried = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert time.monotonic() - hurried < 4.0  # did not wait for the records still sleeping
+    assert json.loads(stdout)["copy"]["processed"] < 200
+
+
 @pytest.mark.slow
 def test_kill_9_between_produce_and_ack_loses_nothing_and_bounds_duplicates(
     lagless_kafka: TestKafka,
