@@ -87,3 +87,21 @@ def run_cli(
         check=False,
         cwd=cwd,
     )
+
+
+@pytest.fixture(scope="session")
+def mock_bootstrap() -> Iterator[str]:
+    """librdkafka's mock cluster (KIP-848, faithful group protocols) in a child process: its
+    bootstrap. Skips with the reason if it cannot start."""
+    from lagless.broker.mock import MockCluster
+    from lagless.errors import ClusterError
+
+    mock = MockCluster()
+    try:
+        bootstrap = mock.start()
+    except ClusterError as exc:
+        pytest.skip(f"librdkafka's mock cluster cannot start here: {exc}")
+    try:
+        yield bootstrap
+    finally:
+        mock.stop()

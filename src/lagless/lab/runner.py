@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lagless.errors import ConfigError, LaglessError
-from lagless.kafka.admin import create_topic
+from lagless.kafka.admin import create_topic, delete_topic
 from lagless.kafka.cluster import ClusterInfo, supports_kip848
 from lagless.lab.instances import Instance
 from lagless.lab.load import Load
@@ -67,6 +67,7 @@ class LabConfig:
     commit_interval_s: float = 0.25
     step_timeout_s: float = 240.0
     cooldown_max_s: float = 120.0
+    keep_topics: bool = False  # else each scenario's topic is deleted once measured
 
     def __post_init__(self) -> None:
         if self.instances < 1:
@@ -238,7 +239,17 @@ class ScenarioRun:
         report = ScenarioReport(
             **{**base.__dict__, "measures": measure(data), "committed_to_end": committed_to_end}
         )
+        self._clean_up()
         return report, data
+
+    def _clean_up(self) -> None:
+        """Delete the scenario's topic (its records are measured), unless asked to keep it."""
+        if self.config.keep_topics or self.mock:
+            return
+        try:
+            delete_topic(self.conf, self.topic)
+        except LaglessError as exc:
+            log.warning("lab: %s", exc)
 
     def phase(self, text: str) -> None:
         self._phase = text
