@@ -199,5 +199,5 @@ def test_an_output_topic_that_does_not_exist_is_one_line(lagless_kafka: TestKafk
     def h(value: bytes) -> bytes:
         return value
 
-    with pytest.raises(ConfigError, match="output topic 'no-such-output' does not exist"):
+    with pytest.raises(ConfigError, match="topic 'no-such-output' does not exist"):
         app.configured(lagless_kafka.settings).run()

@@ -148,7 +148,8 @@ class App:
         """Run every handler until each one's stop condition or SIGTERM/SIGINT; each handler's
         summary by name. Raises the first handler failure (after stopping the others)."""
         runner = self._start(metrics_port)
-        with stop_on_signals(runner.stop_event, runner.hurry):
+        event = runner.stop_event
+        with stop_on_signals(event.is_set, event.set, runner.hurry):
             try:
                 runner.join()
             finally:

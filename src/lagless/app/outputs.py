@@ -22,12 +22,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from confluent_kafka import KafkaError, KafkaException, Message
+from confluent_kafka import KafkaError, Message
 
 from lagless.app.codecs import encode
 from lagless.engine.record import Record
-from lagless.errors import ClusterError, ConfigError, LaglessError
-from lagless.kafka.clients import make_admin, make_producer
+from lagless.engine.topics import check_topics_exist
+from lagless.errors import ConfigError, LaglessError
+from lagless.kafka.clients import make_consumer, make_producer
+from lagless.kafka.offsets import probe_conf
 
 
 class _InputKey:
@@ -176,24 +178,17 @@ class OutputProducer:
         return left
 
 
-def check_outputs_exist(
-    conf: Mapping[str, Any], topics: Iterable[str], timeout: float = 10.0
-) -> None:
+def check_outputs_exist(conf: Mapping[str, Any], topics: Iterable[str]) -> None:
     """ConfigError naming the first output topic that does not exist (a producer would wait
     ``message.timeout.ms`` per record for it, or create it on brokers that auto-create)."""
     wanted = sorted(set(topics))
     if not wanted:
         return
+    probe = make_consumer(probe_conf(conf))  # metadata only: never joins nor commits
     try:
-        metadata = make_admin(conf).list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise ClusterError(f"cannot read the cluster's topics: {exc.args[0]}") from None
-    known = {name for name, meta in metadata.topics.items() if meta.error is None}
-    for name in wanted:
-        if name not in known:
-            raise ConfigError(
-                f"output topic {name!r} does not exist (create it: lagless topic create {name})"
-            )
+        check_topics_exist(probe, wanted, None)
+    finally:
+        probe.close()
 
 
 def _settle(future: asyncio.Future[list[str]], errors: list[str]) -> None:
