@@ -3,7 +3,7 @@
 Prints one JSON object. Usage: python bench/app.py [--records N] [--partitions P]
 [--max-in-flight M[,M...]]
 
-One topic of N jobs records (~120 B JSON values), read in the same run, each reader with its own
+One topic of N jobs records (~54 B JSON values), read in the same run, each reader with its own
 group, unordered, stopping after N records:
 
 * ``engine``: the bare engine with a noop ``Record`` handler (the ceiling);
