@@ -13,7 +13,7 @@ from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
 from lagless.engine.record import Record
 from lagless.engine.retry import Outcome
 from lagless.engine.workers import Completion
-from lagless.errors import ClusterError, LaglessError, RecordError
+from lagless.errors import LaglessError, RecordError
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,8 @@ class Completing(EngineCore):
         if state is not None:
             state.in_flight -= 1
             self._dispatcher.release(record)
+        else:  # from an earlier assignment of the partition: its lane may be waited for
+            self._dispatcher.release_orphan(record)
         if done.fatal is not None:
             self._fail(LaglessError(f"worker failed on {record.coordinates}: {done.fatal}"))
             return
@@ -87,11 +89,13 @@ class Completing(EngineCore):
         if state is None:
             return
         state.dead_letters -= 1
-        if letter.error is not None:
+        if letter.error is not None:  # not dead-lettered: stop, the record uncommitted
             self._fail(
-                ClusterError(
-                    f"cannot write the dead letter of {letter.record.coordinates} "
-                    f"to {self.config.dlq_topic!r}: {letter.error}"
+                RecordError(
+                    f"cannot write the dead letter to {self.config.dlq_topic!r} "
+                    f"({letter.error}) of a record that failed: "
+                    f"{letter.outcome.error_class}: {letter.outcome.error_message}",
+                    letter.record.coordinates,
                 )
             )
             return

@@ -6,6 +6,11 @@ partition, ``key`` ordering one lane per key (keyless records need no lane), ``u
 none. A record whose lane is free is *ready*. The :class:`Dispatcher` hands out ready records
 round-robin over partitions, so a slow record holds back only its own lane: there is no
 single queue every partition waits in.
+
+A record still running when its partition is closed (revoked past ``--revoke-budget``, or
+lost) keeps its lane busy: if the partition comes back before it ends, the new assignment's
+records of that lane (the whole partition with ``partition`` ordering) wait for it
+(:meth:`Dispatcher.release_orphan`), so no key runs twice at once.
 """
 
 from __future__ import annotations
@@ -65,6 +70,15 @@ class PartitionQueue:
         self._lanes.pop(lane, None)
         return False
 
+    def occupy(self, lane: Hashable) -> None:
+        """Mark ``lane`` busy (its record runs elsewhere) until released."""
+        self._lanes.setdefault(lane, deque())
+
+    def busy_lanes(self) -> set[Hashable]:
+        """Lanes with a record running (a lane is present while its record is ready or
+        runs; a ready one has not started)."""
+        return set(self._lanes) - {lane_of(r, self.ordering) for r in self.ready}
+
     def take(self) -> Record:
         """Start the first ready record."""
         self.held -= 1
@@ -82,17 +96,25 @@ class Dispatcher:
         self.held = 0  # records pushed and not started, over all partitions
         self.ready = 0  # of which ready to start now
         self.starving = 0  # open partitions holding no record
+        self._orphans: dict[PartitionKey, set[Hashable]] = {}  # lanes busy from a closed queue
 
     def open(self, tp: PartitionKey) -> None:
         if tp not in self._queues:
-            self._queues[tp] = PartitionQueue(self.ordering)
+            queue = PartitionQueue(self.ordering)
+            for lane in self._orphans.get(tp, ()):
+                queue.occupy(lane)  # a record of an earlier assignment still runs there
+            self._queues[tp] = queue
             self.starving += 1
 
     def close(self, tp: PartitionKey) -> int:
-        """Stop dispatching ``tp``; its records not started are dropped. Returns how many."""
+        """Stop dispatching ``tp``; its records not started are dropped. Returns how many.
+        The lanes of its records still running stay busy until :meth:`release_orphan`."""
         queue = self._queues.pop(tp, None)
         if queue is None:
             return 0
+        busy = queue.busy_lanes()
+        if busy:
+            self._orphans[tp] = busy
         self.held -= queue.held
         self.ready -= len(queue.ready)
         if not queue.held:
@@ -112,6 +134,24 @@ class Dispatcher:
     def release(self, record: Record) -> None:
         """A dispatched record finished: its lane may let the next one go."""
         tp = (record.topic, record.partition)
+        queue = self._queues.get(tp)
+        if queue is None:  # closed while it ran (a revoke waiting out its budget)
+            self.release_orphan(record)
+        elif queue.release(record):
+            self.ready += 1
+            self._schedule(tp)
+
+    def release_orphan(self, record: Record) -> None:
+        """A record of a closed assignment of its partition ended: free its lane (in the
+        partition's current queue, if the partition came back)."""
+        tp = (record.topic, record.partition)
+        lanes = self._orphans.get(tp)
+        lane = lane_of(record, self.ordering)
+        if lanes is None or lane not in lanes:
+            return
+        lanes.discard(lane)
+        if not lanes:
+            del self._orphans[tp]
         queue = self._queues.get(tp)
         if queue is not None and queue.release(record):
             self.ready += 1

@@ -18,13 +18,14 @@ class Record:
     key: bytes | None
     value: bytes | None
     timestamp_ms: int | None
-    headers: tuple[tuple[str, bytes], ...] = field(default=())
+    headers: tuple[tuple[str, bytes | None], ...] = field(default=())  # None: a null value
 
     @property
     def coordinates(self) -> RecordCoordinates:
         return RecordCoordinates(self.topic, self.partition, self.offset)
 
     def header(self, name: str) -> bytes | None:
+        """The first value of header ``name``; None if absent or null."""
         for key, value in self.headers:
             if key == name:
                 return value
@@ -36,7 +37,7 @@ class Record:
         topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
         if topic is None or partition is None or offset is None:
             raise ValueError("message has no coordinates (not a consumed record)")
-        headers = tuple((k, v or b"") for k, v in header_pairs(msg))
+        headers = tuple(header_pairs(msg))
         return cls(
             topic, partition, offset, msg.key(), msg.value(),
             timestamp_ms(msg), headers,

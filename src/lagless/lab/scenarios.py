@@ -10,6 +10,7 @@ those of the rebalance article's experiment (docs/rebalance-lab.md), plus KIP-84
 | mitigated | classic, cooperative-sticky | 6 s / 1.5 s | leave the group | start new first (surge 1, unavailable 0) |
 | static | mitigated + group.instance.id per slot | 20 s / 1.5 s | static: keep the place | stop old, start new with the same id |
 | kip848 | consumer (KIP-848, broker-side uniform) | broker's | leave the group | start new first |
+| kip848-static | consumer + group.instance.id per slot | broker's | static: keep the place | stop old, start new with the same id |
 
 The ``*-defaults`` scenarios stop like Kafka Streams does by default: commit, then exit without
 closing the consumer, so the group learns of the departure only when the session expires.
@@ -100,6 +101,12 @@ SCENARIOS: dict[str, Scenario] = {
             "kip848",
             "group.protocol=consumer (KIP-848: the broker assigns incrementally); surge 1",
             group_protocol="consumer", leave_group=True, max_surge=1, max_unavailable=0,
+        ),
+        Scenario(
+            "kip848-static",
+            "KIP-848 + group.instance.id per slot; restart in place",
+            group_protocol="consumer", leave_group=True, static=True, max_surge=0,
+            max_unavailable=1,
         ),
     )
 }  # fmt: skip
