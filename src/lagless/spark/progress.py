@@ -104,7 +104,7 @@ def source_overhead_ms(progress: Any) -> int:
     """What a trigger spent in the source before any record was read: Spark's
     ``durationMs.latestOffset`` (the source's ``latestOffset``) + ``durationMs.getBatch``
     (planning the batch's partitions)."""
-    durations = progress.durationMs or {}
+    durations = getattr(progress, "durationMs", None) or {}
     return int(durations.get("latestOffset", 0)) + int(durations.get("getBatch", 0))
 
 
