@@ -9,7 +9,8 @@ same outputs (Parquet by event date and batch, DLQ through the lagless-kafka sin
 aggregates unless ``--no-aggregates``, all from the one query's micro-batches) and the same
 trigger (available-now). Only the raw rows differ: the ``lagless-kafka`` source on a topic, or
 Spark's text source on JSON-lines files holding the same values (shaped into Kafka's columns).
-A small warm-up of both paths runs first so neither pays for JVM/JIT/Python-worker start-up;
+A warm-up of both paths (100k events) runs first so neither pays for JVM/JIT/Python-worker
+start-up;
 then each side runs ``--repeat`` times, alternating (Kafka, files, Kafka, files), and each
 side's best run is kept: on a shared machine the load changes between runs (every run is
 listed: ``*_each``).
@@ -184,7 +185,7 @@ def main() -> None:
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--max-offsets-per-trigger", type=int, default=None)
     parser.add_argument("--no-aggregates", dest="aggregates", action="store_false")
-    parser.add_argument("--warmup", type=int, default=5000)
+    parser.add_argument("--warmup", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=2, help="alternating runs per side")
     parser.add_argument("--triggers", type=int, default=8, help="of the steady-state run")
     args = parser.parse_args()
