@@ -10,8 +10,7 @@ aggregates unless ``--no-aggregates``, all from the one query's micro-batches) a
 trigger (available-now). Only the raw rows differ: the ``lagless-kafka`` source on a topic, or
 Spark's text source on JSON-lines files holding the same values (shaped into Kafka's columns).
 A warm-up of both paths (100k events) runs first so neither pays for JVM/JIT/Python-worker
-start-up;
-then each side runs ``--repeat`` times, alternating (Kafka, files, Kafka, files), and each
+start-up; then each side runs ``--repeat`` times, alternating (Kafka, files, Kafka, files), and each
 side's best run is kept: on a shared machine the load changes between runs (every run is
 listed: ``*_each``).
 ``seconds`` runs from the start of the query to its end. ``ratio`` = Kafka records/s / files
