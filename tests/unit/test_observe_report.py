@@ -90,3 +90,17 @@ def test_report_shows_settings_input_rate_partitions_paused_and_dlq() -> None:
     assert "orders[0]" in html and "orders[1]" in html  # lag per partition, in the legend
     assert ">input<" in html and ">processed<" in html
     assert "No settings recorded" in build_report(samples)
+
+
+def test_backlog_and_micro_batch_duration() -> None:
+    samples = [
+        Sample(ts=1000.0, interval=1.0),  # before the consumer reported anything
+        Sample(ts=1001.0, interval=1.0, lag_records=600.0, batches=1.0, batch_seconds=2.5),
+        Sample(ts=1002.0, interval=1.0, processed=600.0, batches=2.0, batch_seconds=4.0),
+    ]
+    rows = dict(summary(samples))
+    assert rows["lag (records) at start: the backlog found"] == "600"
+    assert rows["micro-batch duration, max"] == "4 s"
+    html = build_report(samples)
+    assert 'id="plot-batches"' in html
+    assert 'id="plot-batches"' not in build_report(run())  # no Spark, no batch plot

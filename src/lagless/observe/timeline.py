@@ -87,6 +87,7 @@ class Sample(BaseModel):
     dlq_rate: float = 0.0
     oldest_unfinished_seconds: float = 0.0
     batches: float = 0.0
+    batch_seconds: float = 0.0
     lag_partitions: dict[str, float] = {}
     events: list[RebalanceEvent] = []
 
@@ -105,6 +106,7 @@ class Snapshot:
     dlq: float = 0.0
     oldest_unfinished: float = 0.0
     batches: float = 0.0
+    batch_seconds: float = 0.0
     assigned: float = 0.0
     revoked: float = 0.0
     lost: float = 0.0
@@ -134,6 +136,7 @@ _SUMS = {
 _MAXES = {
     "lagless_lag_seconds": "lag_seconds",
     "lagless_oldest_unfinished_age_seconds": "oldest_unfinished",
+    "lagless_batch_seconds": "batch_seconds",
 }
 
 
@@ -247,6 +250,7 @@ def make_sample(now: Snapshot, before: Snapshot, ts: float, seconds: float) -> S
         lag_partitions=dict(sorted(now.lags.items())),
         oldest_unfinished_seconds=round(now.oldest_unfinished, 6),
         batches=now.batches,
+        batch_seconds=now.batch_seconds,
         events=[event] if event is not None else [],
     )
 
