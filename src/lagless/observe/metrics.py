@@ -40,6 +40,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from lagless.observe.exact import ExactValues, RecordedHistogram
 from lagless.observe.http import HealthSource, serve
 
 LATENCY_BUCKETS = (
@@ -59,9 +60,10 @@ class Metrics:
         self.records_processed = Counter(
             "lagless_records_processed", "records finished", [*tp, "outcome"], registry=r
         )
-        self.e2e_latency = Histogram(
+        self.e2e_exact = ExactValues()  # filled only while a timeline Recorder runs
+        self.e2e_latency = RecordedHistogram(
             "lagless_e2e_latency_seconds", "record timestamp -> done", ["topic"],
-            buckets=LATENCY_BUCKETS, registry=r,
+            buckets=LATENCY_BUCKETS, registry=r, exact=self.e2e_exact,
         )  # fmt: skip
         self.processing_time = Histogram(
             "lagless_processing_seconds", "handler time per record", ["topic"],
