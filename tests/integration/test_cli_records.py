@@ -191,3 +191,25 @@ def test_ctrl_c_flushes_and_prints_the_count(
     assert producer.returncode == 130, err
     assert f"produced 5 records to {topic} (0 failed) from 5 lines" in out
     assert "interrupted" in err
+
+
+def test_ctrl_c_on_the_load_generator_prints_what_was_sent(
+    cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    topic = make_topic(partitions=1)
+    env = {**os.environ, "LAGLESS_BOOTSTRAP": cluster.bootstrap}
+    producer = subprocess.Popen(
+        [LAGLESS, "produce", "--topic", topic, "--rate", "50", "--duration", "60", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # some records are out
+        if sum(r.records for r in topic_ranges(cluster.conf, topic)) >= 20:
+            break
+        time.sleep(0.3)
+    producer.send_signal(signal.SIGINT)
+    out, err = producer.communicate(timeout=30)
+    assert producer.returncode == 130, err
+    doc = json.loads(out)
+    assert doc["interrupted"] is True and doc["failed"] == 0
+    assert doc["produced"] == sum(r.records for r in topic_ranges(cluster.conf, topic)) >= 20

@@ -91,8 +91,7 @@ def produce(
         )
         if result.first_error:
             out_console.print(f"first failure: {result.first_error}")
-    if result.failed:
-        raise typer.Exit(1)
+    exit_for(result)
 
 
 WORKLOAD_OPTIONS = (
@@ -123,8 +122,7 @@ def produce_from(
 def report_lines(done: LinesResult, topic: str, as_json: bool) -> None:
     result = done.result
     if as_json:
-        print_json({**result.to_json(), "lines": done.lines, "stopped": done.stopped,
-                    "interrupted": done.interrupted})  # fmt: skip
+        print_json({**result.to_json(), "lines": done.lines, "stopped": done.stopped})
     else:
         out_console.print(
             f"produced {result.produced} records to {topic} ({result.failed} failed) "
@@ -135,7 +133,12 @@ def report_lines(done: LinesResult, topic: str, as_json: bool) -> None:
     if done.stopped:
         note(f"stopped at {done.stopped}; nothing after it was sent")
         raise typer.Exit(2)
-    if done.interrupted:
+    exit_for(result)
+
+
+def exit_for(result: ProduceResult) -> None:
+    """Exit 130 after Ctrl-C (the count is printed), 1 when a delivery failed."""
+    if result.interrupted:
         note("interrupted: what was sent before is flushed and counted above")
         raise typer.Exit(130)
     if result.failed:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -30,10 +30,9 @@ class LineFormat(StrEnum):
 class LinesResult:
     """The delivery result, and why the run stopped early (None: the input ended)."""
 
-    result: ProduceResult
+    result: ProduceResult  # result.interrupted: stopped by Ctrl-C
     lines: int
     stopped: str | None = None
-    interrupted: bool = False
 
 
 def parser(fmt: LineFormat, first: str) -> Callable[[str], LineRecord]:
@@ -74,4 +73,5 @@ def produce_lines(
     except KeyboardInterrupt:
         interrupted = True
     producer.flush(flush_timeout)
-    return LinesResult(producer.result(topic, sent, started), number, stopped, interrupted)
+    result = replace(producer.result(topic, sent, started), interrupted=interrupted)
+    return LinesResult(result, number, stopped)

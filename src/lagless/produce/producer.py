@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, cast
 
 from confluent_kafka import KafkaError, Message
@@ -56,6 +56,7 @@ class ProduceResult:
     mb_per_s: float
     profile: str
     first_error: str | None = None
+    interrupted: bool = False  # stopped by Ctrl-C: the counts are what was sent until then
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -166,19 +167,24 @@ def run_load(
     total = count if count is not None else int((rate or 0) * (duration or 0))
     started = time.monotonic()
     sent = 0
-    for record in records:
-        if sent >= total:
-            break
-        if rate is not None:
-            due = started + sent / rate
-            wait = due - time.monotonic()
-            if wait > 0:
-                producer.poll(wait)
-        producer.send(topic, record)
-        sent += 1
-        if on_progress is not None and sent % 1000 == 0:
-            on_progress(sent)
+    interrupted = False
+    try:
+        for record in records:
+            if sent >= total:
+                break
+            if rate is not None:
+                due = started + sent / rate
+                wait = due - time.monotonic()
+                if wait > 0:
+                    producer.poll(wait)
+            producer.send(topic, record)
+            sent += 1
+            if on_progress is not None and sent % 1000 == 0:
+                on_progress(sent)
+    except KeyboardInterrupt:  # Ctrl-C: what was sent is flushed and counted
+        interrupted = True
     producer.flush(flush_timeout)
     if on_progress is not None:
         on_progress(sent)
-    return producer.result(topic, sent, started)
+    result = producer.result(topic, sent, started)
+    return replace(result, interrupted=True) if interrupted else result
