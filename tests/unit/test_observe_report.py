@@ -104,3 +104,14 @@ def test_backlog_and_micro_batch_duration() -> None:
     html = build_report(samples)
     assert 'id="plot-batches"' in html
     assert 'id="plot-batches"' not in build_report(run())  # no Spark, no batch plot
+
+
+def test_long_legends_wrap_inside_the_chart() -> None:
+    names = [f"demo-jobs-20261123-140457[{p}]" for p in range(9)]
+    series = [Series(n, [(0.0, 1.0), (1.0, 2.0)]) for n in names]
+    svg = render(Chart("c", "title", "records", series))
+    xs = [float(x) for x in re.findall(r'<text x="([-\d.]+)"[^>]*class="legend"', svg)]
+    assert len(xs) == 9 and min(xs) >= 0
+    assert all(x + 7 * len(names[0]) <= 920 for x in xs)  # every label ends inside
+    height = int(re.search(r'height="(\d+)"', svg).group(1))  # type: ignore[union-attr]
+    assert height > 230  # the chart grew to hold the wrapped rows
