@@ -83,9 +83,15 @@ def consume(
     on_failure: Annotated[
         OnFailure | None, typer.Option(help="without --dlq-topic: stop or skip a failed record")
     ] = None,
-    count: Annotated[int | None, typer.Option(help="stop after N records finished")] = None,
+    count: Annotated[
+        int | None, typer.Option(help="stop after exactly N records finished (and committed)")
+    ] = None,
     until_idle: Annotated[
-        float | None, typer.Option(help="stop after SECONDS without records or work")
+        float | None,
+        typer.Option(
+            help="stop once everything assigned is consumed to its end and nothing is held, "
+            "for SECONDS"
+        ),
     ] = None,
     commit_interval: Annotated[float, typer.Option(help="commit every SECONDS")] = 1.0,
     commit_every: Annotated[int, typer.Option(help="or every N records finished")] = 1000,
@@ -142,7 +148,11 @@ def consume(
         False
     ),
 ) -> None:
-    """Consume topics with a handler: concurrency beyond partitions, safe commits, DLQ."""
+    """Consume topics with a handler: concurrency beyond partitions, safe commits, DLQ.
+
+    A first SIGTERM/Ctrl-C drains and commits (exit 0); a second stops at once (exit 130).
+    Exit 1 on a failure (the summary is printed, with "error" under --json), 2 on bad usage.
+    """
     if assignor not in ("cooperative-sticky", "range", "roundrobin"):
         raise ConfigError(
             f"--assignor {assignor!r}: choose cooperative-sticky, range or roundrobin"
