@@ -7,6 +7,7 @@ for a ``duration``; the result says how many records were delivered and how many
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -62,6 +63,8 @@ class ProduceResult:
         out = asdict(self)
         if out["first_error"] is None:
             del out["first_error"]
+        if not out["interrupted"]:
+            del out["interrupted"]  # said only when it happened
         return out
 
 
@@ -160,23 +163,28 @@ def run_load(
     profile: Profile | str = Profile.THROUGHPUT,
     on_progress: ProgressFn | None = None,
     flush_timeout: float = 120.0,
+    stop: threading.Event | None = None,
 ) -> ProduceResult:
-    """Produce ``count`` records, or ``rate`` records/s for ``duration`` seconds."""
+    """Produce ``count`` records, or ``rate`` records/s for ``duration`` seconds; ``stop``
+    (set by the CLI's Ctrl-C handler) ends it early: what was sent is flushed and counted."""
     check_load_args(count, rate, duration)
     producer = AccountedProducer(conf, profile)
     total = count if count is not None else int((rate or 0) * (duration or 0))
     started = time.monotonic()
     sent = 0
     interrupted = False
+    halt = stop or threading.Event()
     try:
         for record in records:
             if sent >= total:
                 break
             if rate is not None:
                 due = started + sent / rate
-                wait = due - time.monotonic()
-                if wait > 0:
-                    producer.poll(wait)
+                while (wait := due - time.monotonic()) > 0 and not halt.is_set():
+                    producer.poll(min(wait, 0.1))  # short steps: a stop is seen at once
+            if halt.is_set():
+                interrupted = True
+                break
             producer.send(topic, record)
             sent += 1
             if on_progress is not None and sent % 1000 == 0:
