@@ -17,6 +17,7 @@ finished (committable) only after its handler returned: at-least-once end to end
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -165,7 +166,8 @@ class OutputProducer:
         future: asyncio.Future[list[str]] = loop.create_future()
 
         def finished(errs: list[str]) -> None:
-            loop.call_soon_threadsafe(_settle, future, errs)
+            with contextlib.suppress(RuntimeError):  # the engine closed its loop (task cancelled)
+                loop.call_soon_threadsafe(_settle, future, errs)
 
         self._produce(records, _Pending(len(records), finished))
         _raise_for(await future, len(records), where)
