@@ -71,6 +71,7 @@ def run_cli(
     timeout: float = 120,
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed ``lagless`` command (in ``cwd`` if given); bootstrap from
     ``cluster`` if given."""
@@ -86,6 +87,7 @@ def run_cli(
         env=full_env,
         check=False,
         cwd=cwd,
+        input=stdin,
     )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +36,8 @@ from lagless.connect import resolve
 from lagless.engine import EngineConfig, RunSummary
 from lagless.errors import ConfigError
 from lagless.kafka.admin import check_reachable
+
+log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -120,7 +123,10 @@ class App:
     def settings(self) -> KafkaSettings:
         """The connection: explicit settings, else flags/env/TOML; the embedded broker if none."""
         base = self._settings or load_settings(self._config_file, bootstrap=self._bootstrap)
-        return resolve(base, self._state_dir)
+        resolved = resolve(base, self._state_dir)
+        if resolved.fallback_note is not None:
+            log.warning("%s", resolved.fallback_note)  # never a silent fallback
+        return resolved.settings
 
     # -- running --------------------------------------------------------------------------
 

@@ -28,15 +28,33 @@ from lagless.errors import ConfigError
 from lagless.observe.metrics import Metrics
 
 
+def run_settings(config: EngineConfig, handler: str) -> dict[str, object]:
+    """What the run report shows of an engine run's settings."""
+    return {
+        "run": "lagless consume",
+        "topic": ",".join(config.topics),
+        "group": config.group,
+        "handler": handler,
+        "ordering": config.ordering.value,
+        "max_in_flight": config.max_in_flight,
+        "processes": config.processes,
+        "dlq_topic": config.dlq_topic or "-",
+        "on_failure": config.on_failure.value if config.on_failure else "-",
+    }
+
+
 @contextlib.contextmanager
-def recording(metrics: Metrics, directory: Path | None) -> Iterator[None]:
-    """Sample the metrics into DIRECTORY/timeline.jsonl while the run lasts."""
+def recording(
+    metrics: Metrics, directory: Path | None, settings: dict[str, object]
+) -> Iterator[None]:
+    """Sample the metrics into DIRECTORY/timeline.jsonl while the run lasts (the settings go
+    to DIRECTORY/run.json)."""
     if directory is None:
         yield
         return
     from lagless.observe.timeline import Recorder
 
-    with Recorder(metrics, directory):
+    with Recorder(metrics, directory, settings=settings):
         yield
 
 
@@ -65,9 +83,15 @@ def consume(
     on_failure: Annotated[
         OnFailure | None, typer.Option(help="without --dlq-topic: stop or skip a failed record")
     ] = None,
-    count: Annotated[int | None, typer.Option(help="stop after N records finished")] = None,
+    count: Annotated[
+        int | None, typer.Option(help="stop after exactly N records finished (and committed)")
+    ] = None,
     until_idle: Annotated[
-        float | None, typer.Option(help="stop after SECONDS without records or work")
+        float | None,
+        typer.Option(
+            help="stop once everything assigned is consumed to its end and nothing is held, "
+            "for SECONDS"
+        ),
     ] = None,
     commit_interval: Annotated[float, typer.Option(help="commit every SECONDS")] = 1.0,
     commit_every: Annotated[int, typer.Option(help="or every N records finished")] = 1000,
@@ -124,7 +148,11 @@ def consume(
         False
     ),
 ) -> None:
-    """Consume topics with a handler: concurrency beyond partitions, safe commits, DLQ."""
+    """Consume topics with a handler: concurrency beyond partitions, safe commits, DLQ.
+
+    A first SIGTERM/Ctrl-C drains and commits (exit 0); a second stops at once (exit 130).
+    Exit 1 on a failure (the summary is printed, with "error" under --json), 2 on bad usage.
+    """
     if assignor not in ("cooperative-sticky", "range", "roundrobin"):
         raise ConfigError(
             f"--assignor {assignor!r}: choose cooperative-sticky, range or roundrobin"
@@ -190,7 +218,7 @@ def consume(
     )
     run_handler = load_handler(handler)
     conf = kafka_conf(ctx)
-    metrics = Metrics()
+    metrics = Metrics(group=config.group)
     instance = client_id or static_id or f"{socket.gethostname()}-{os.getpid()}"
     with contextlib.ExitStack() as stack:
         events = None
@@ -205,7 +233,7 @@ def consume(
         )  # fmt: skip
         if metrics_port is not None:
             metrics.serve(metrics_port, health=engine.health.status)
-        stack.enter_context(recording(metrics, record))
+        stack.enter_context(recording(metrics, record, run_settings(config, handler)))
         code = run_and_report(engine, as_json=as_json)
     if code:
         raise typer.Exit(code)

@@ -17,20 +17,13 @@ import asyncio
 import inspect
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from queue import SimpleQueue
 
-from lagless.engine.handlers import DecodeError, Handler
+from lagless.engine.handlers import Handler
 from lagless.engine.record import Record
-from lagless.engine.retry import (
-    Outcome,
-    RetryPolicy,
-    UnsupportedResultError,
-    failed,
-    succeeded,
-)
+from lagless.engine.retry import Attempts, Outcome, RetryPolicy, UnsupportedResultError
 from lagless.engine.workers import Completion
 
 log = logging.getLogger(__name__)
@@ -49,11 +42,9 @@ async def execute_async(
     handler: Handler, record: Record, policy: RetryPolicy, stopping: asyncio.Event
 ) -> Outcome:
     """Await ``handler(record)`` with retries; never raises but ``CancelledError``."""
-    spent = 0.0
-    attempt = 0
+    attempts = Attempts(policy)
     while True:
-        attempt += 1
-        started = time.perf_counter()
+        attempts.begin()
         try:
             result = handler(record)
             if not inspect.isawaitable(result):
@@ -64,13 +55,13 @@ async def execute_async(
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # any failure, whatever its kind, is the record's
-            spent += time.perf_counter() - started
-            permanent = isinstance(exc, DecodeError)
-            if permanent or attempt > policy.retries or await _backoff(policy, attempt, stopping):
-                aborted = not permanent and attempt <= policy.retries
-                return failed(exc, attempt, spent, aborted=aborted)
+            verdict = attempts.failed(exc)
+            if isinstance(verdict, Outcome):
+                return verdict
+            if await _backoff(verdict, stopping):
+                return attempts.abandoned(exc)
         else:
-            return succeeded(attempt, spent + time.perf_counter() - started)
+            return attempts.succeeded()
 
 
 def inspect_result(result: object) -> None:
@@ -83,10 +74,10 @@ def inspect_result(result: object) -> None:
         )
 
 
-async def _backoff(policy: RetryPolicy, attempt: int, stopping: asyncio.Event) -> bool:
+async def _backoff(delay: float, stopping: asyncio.Event) -> bool:
     """Sleep the retry delay; True (stop retrying) if the engine stops meanwhile."""
     try:
-        await asyncio.wait_for(stopping.wait(), policy.delay(attempt))
+        await asyncio.wait_for(stopping.wait(), delay)
     except TimeoutError:
         return False
     return True

@@ -67,22 +67,46 @@ def check_result(result: object) -> None:
     )
 
 
-def failed(exc: BaseException, attempt: int, spent: float, *, aborted: bool) -> Outcome:
-    """The outcome of a record whose last attempt raised ``exc``."""
-    return Outcome(
-        ok=False,
-        attempts=attempt,
-        seconds=spent,
-        finished_at=time.time(),
-        error_class=type(exc).__name__,
-        error_message=str(exc)[:1000],
-        permanent=isinstance(exc, DecodeError),
-        aborted=aborted,
-    )
+class Attempts:
+    """The bookkeeping of one record's attempts, shared by the thread loop (:func:`execute`)
+    and the event loop (``aio.execute_async``): count, handler time, when to give up."""
 
+    def __init__(self, policy: RetryPolicy) -> None:
+        self._policy = policy
+        self._attempt = 0
+        self._spent = 0.0
+        self._started = 0.0
 
-def succeeded(attempt: int, spent: float) -> Outcome:
-    return Outcome(ok=True, attempts=attempt, seconds=spent, finished_at=time.time())
+    def begin(self) -> None:
+        self._attempt += 1
+        self._started = time.perf_counter()
+
+    def succeeded(self) -> Outcome:
+        spent = self._spent + time.perf_counter() - self._started
+        return Outcome(ok=True, attempts=self._attempt, seconds=spent, finished_at=time.time())
+
+    def failed(self, exc: BaseException) -> Outcome | float:
+        """The final outcome if ``exc`` ends the record, else the delay before retrying."""
+        self._spent += time.perf_counter() - self._started
+        if isinstance(exc, DecodeError) or self._attempt > self._policy.retries:
+            return self._outcome(exc, aborted=False)
+        return self._policy.delay(self._attempt)
+
+    def abandoned(self, exc: BaseException) -> Outcome:
+        """Given up retrying because the engine stops (the next owner re-runs the record)."""
+        return self._outcome(exc, aborted=True)
+
+    def _outcome(self, exc: BaseException, *, aborted: bool) -> Outcome:
+        return Outcome(
+            ok=False,
+            attempts=self._attempt,
+            seconds=self._spent,
+            finished_at=time.time(),
+            error_class=type(exc).__name__,
+            error_message=str(exc)[:1000],
+            permanent=isinstance(exc, DecodeError),
+            aborted=aborted,
+        )
 
 
 def _sleep(seconds: float) -> bool:
@@ -92,19 +116,16 @@ def _sleep(seconds: float) -> bool:
 
 def execute(handler: Handler, record: Record, policy: RetryPolicy, wait: Wait = _sleep) -> Outcome:
     """Run ``handler(record)`` with retries; never raises."""
-    spent = 0.0
-    attempt = 0
+    attempts = Attempts(policy)
     while True:
-        attempt += 1
-        started = time.perf_counter()
+        attempts.begin()
         try:
             check_result(handler(record))
         except BaseException as exc:  # any failure, whatever its kind, is the record's
-            spent += time.perf_counter() - started
-            permanent = isinstance(exc, DecodeError)
-            if permanent or attempt > policy.retries or wait(policy.delay(attempt)):
-                return failed(
-                    exc, attempt, spent, aborted=not permanent and attempt <= policy.retries
-                )
+            verdict = attempts.failed(exc)
+            if isinstance(verdict, Outcome):
+                return verdict
+            if wait(verdict):
+                return attempts.abandoned(exc)
         else:
-            return succeeded(attempt, spent + time.perf_counter() - started)
+            return attempts.succeeded()

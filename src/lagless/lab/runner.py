@@ -111,7 +111,7 @@ def broker_notes(cluster: ClusterInfo, scenario: Scenario) -> list[str]:
         hold = scenario.session_ms // 2000
         notes.append(f"Tansu holds every join for session.timeout.ms / 2 ({hold} s)")
     if scenario.classic and scenario.assignor == "cooperative-sticky":
-        notes.append("Tansu hands partitions to a newcomer without revoking them (overlaps)")
+        notes.append("Tansu may hand partitions to a newcomer without revoking them (overlaps)")
     if scenario.static:
         notes.append("Tansu's static membership does not avoid the rebalance on a restart")
     return notes
@@ -283,6 +283,9 @@ class ScenarioRun:
         self._wait(lambda: all(self._is_ready(i) for i in first) and self._all_consumed(),
                    sampler, config.step_timeout_s, "the service never became ready")  # fmt: skip
         log.info("%s: ready after %.1f s", self.scenario.name, time.time() - start)
+        self.phase("catching up after the start")
+        if not self._calm(sampler, self.floor(0)):
+            self.notes.append("the service had not caught up with the load before the warm-up")
         warm_start = time.time()
         self.phase(f"warm-up ({config.warmup_s:.0f} s)")
         self._sleep(config.warmup_s, sampler)
@@ -358,9 +361,18 @@ class ScenarioRun:
                 raise LaglessError(f"rollout {k} did not complete in time: {fleet}")
             self._sleep(TICK_S, sampler)
 
+    def floor(self, baseline: int) -> int:
+        """The lag of a service that keeps up: its warm-up level, at least what arrives
+        between two commits (plus half a second of work in progress)."""
+        return max(baseline, int(self.config.rate * (self.config.commit_interval_s + 0.5)))
+
     def _cool_down(self, sampler: LagSampler, baseline: int) -> None:
-        """Until the lag is back at its warm-up level (and stays there), at most cooldown_max_s."""
-        floor = max(baseline, int(self.config.rate * (self.config.commit_interval_s + 0.5)))
+        floor = self.floor(baseline)
+        if not self._calm(sampler, floor):
+            self.notes.append(f"lag not back to its warm-up level ({floor}) after the cool-down")
+
+    def _calm(self, sampler: LagSampler, floor: int) -> bool:
+        """Wait until the lag is at most ``floor`` for SETTLE_HOLD_S (at most cooldown_max_s)."""
         deadline = time.monotonic() + self.config.cooldown_max_s
         calm_since: float | None = None
         while time.monotonic() < deadline:
@@ -368,11 +380,11 @@ class ScenarioRun:
             if latest is not None and latest.lag_records <= floor:
                 calm_since = calm_since or time.monotonic()
                 if time.monotonic() - calm_since >= SETTLE_HOLD_S:
-                    return
+                    return True
             else:
                 calm_since = None
             self._sleep(TICK_S, sampler)
-        self.notes.append(f"lag not back to its warm-up level ({floor}) after the cool-down")
+        return False
 
     def _wait_committed_to_end(self, sampler: LagSampler, load: Load, timeout: float = 60) -> bool:
         ends = load.ends()
