@@ -91,8 +91,8 @@ def test_two_handlers_in_one_app_each_with_its_options(lagless_kafka: TestKafka)
                  ordering="unordered", max_in_flight=8)  # fmt: skip
     def fan_out(doc: dict[str, Any], key: str) -> list[lagless.Out]:
         return [
-            lagless.Out({"n": doc["n"], "user": key}),
-            lagless.Out(b"copy", key=None, topic=other, headers={"from": key}),
+            lagless.Out(value={"n": doc["n"], "user": key}),
+            lagless.Out(None, b"copy", {"from": key}, other),  # (key, value, headers, topic)
         ]
 
     lagless_kafka.produce(orders, [f"order {i}" for i in range(20)])

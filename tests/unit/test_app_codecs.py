@@ -81,12 +81,13 @@ def test_encode(obj: object, expected: bytes | None) -> None:
 
 def test_return_values_become_output_records() -> None:
     assert outgoing(None, RECORD, "out") == []
+    assert outgoing(lagless.Out(), RECORD, "out") == [Outgoing("out", b"k1", None, [])]
     assert outgoing("v", RECORD, "out") == [Outgoing("out", b"k1", b"v", [])]
     assert outgoing(Point(x=1, y=2), RECORD, "out") == [
         Outgoing("out", b"k1", b'{"x":1,"y":2}', [])
     ]
     many = outgoing(
-        [lagless.Out("a", key=None), lagless.Out(b"b", key="k2", topic="other", headers={"h": "1"}),
+        [lagless.Out(None, "a"), lagless.Out("k2", b"b", {"h": "1"}, "other"),
          None, {"c": 3}],
         RECORD, "out",
     )  # fmt: skip

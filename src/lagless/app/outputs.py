@@ -45,10 +45,12 @@ Headers = Mapping[str, HeaderValue] | Sequence[tuple[str, HeaderValue]]
 
 @dataclass(frozen=True, slots=True)
 class Out:
-    """One output record; ``topic=None`` means the handler's ``output`` topic."""
+    """One output record: ``Out(key, value, headers, topic)``. ``key`` defaults to the input
+    record's key (``None`` writes a keyless record), ``value`` to None (a null: a tombstone on a
+    compacted topic), ``topic`` to the handler's ``output`` topic."""
 
-    value: object
     key: object = INPUT_KEY
+    value: object = None
     headers: Headers | None = None
     topic: str | None = None
 
@@ -76,7 +78,7 @@ def outgoing(result: object, record: Record, default_topic: str | None) -> list[
     for item in items:
         if item is None:
             continue
-        one = item if isinstance(item, Out) else Out(item)
+        one = item if isinstance(item, Out) else Out(value=item)
         topic = one.topic or default_topic
         if topic is None:
             raise ConfigError(
