@@ -201,3 +201,5 @@ def test_an_output_topic_that_does_not_exist_is_one_line(lagless_kafka: TestKafk
 
     with pytest.raises(ConfigError, match="topic 'no-such-output' does not exist"):
         app.configured(lagless_kafka.settings).run()
+    with pytest.raises(ConfigError, match="metrics port 70000 is not a port"):
+        app.configured(lagless_kafka.settings).run(metrics_port=70000)
