@@ -46,12 +46,16 @@ def client(registry: Any) -> Any:
 
 def avro(registry: Any, model: type[BaseModel] | None = None, field: str = "value") -> Any:
     """A decoder of Confluent-framed Avro ``field`` ("value" or "key") values."""
-    from confluent_kafka.schema_registry.avro import AvroDeserializer
-    from confluent_kafka.serialization import MessageField, SerializationContext
-
     if field not in ("value", "key"):
         raise ConfigError(f"field={field!r}: value or key")
-    deserializer = AvroDeserializer(client(registry))
+    registry_client = client(registry)
+    try:
+        from confluent_kafka.schema_registry.avro import AvroDeserializer
+    except ImportError as exc:
+        raise ConfigError(f"Avro support needs the extra ({EXTRA}): {exc}") from None
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    deserializer = AvroDeserializer(registry_client)
     context = SerializationContext("", MessageField.VALUE if field == "value" else MessageField.KEY)
 
     def decode(data: bytes | None) -> Any:
