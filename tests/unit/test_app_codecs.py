@@ -3,6 +3,7 @@ handler registration: pure logic."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -152,3 +153,13 @@ def test_registration_errors() -> None:
         lagless.App(group="g").engine_configs()
     with pytest.raises(ConfigError, match="group"):
         lagless.App(group="")
+
+
+def test_schema_registry_without_its_extra_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lagless.app import registry
+
+    monkeypatch.setitem(sys.modules, "confluent_kafka.schema_registry", None)  # not installed
+    with pytest.raises(
+        ConfigError, match=r"needs its extra \(pip install 'lagless\[schemaregistry\]'\)"
+    ):
+        registry.avro("http://registry:8081")
