@@ -4,6 +4,7 @@ handler registration: pure logic."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from pydantic import BaseModel
 import lagless
 from lagless.app.codecs import decoder, encode
 from lagless.app.outputs import Outgoing, outgoing
+from lagless.config import KafkaSettings
 from lagless.errors import ConfigError
 
 RECORD = lagless.Record("in", 2, 7, b"k1", b"v", 1, ())
@@ -163,3 +165,23 @@ def test_schema_registry_without_its_extra_is_one_line(monkeypatch: pytest.Monke
         ConfigError, match=r"needs its extra \(pip install 'lagless\[schemaregistry\]'\)"
     ):
         registry.avro("http://registry:8081")
+
+
+def test_app_settings_explicit_flags_env_and_toml(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("LAGLESS_CONFIG", raising=False)
+    monkeypatch.setenv("LAGLESS_BOOTSTRAP", "env-host:9092")
+    toml = tmp_path / "kafka.toml"
+    toml.write_text('[kafka]\nbootstrap = "toml-host:9092"\nclient_id = "from-toml"\n')
+    assert lagless.App(group="g").settings().bootstrap == "env-host:9092"
+    from_file = lagless.App(group="g", config_file=toml).settings()
+    assert (from_file.bootstrap, from_file.client_id) == ("env-host:9092", "from-toml")  # env wins
+    assert (
+        lagless.App(group="g", bootstrap="flag:1", config_file=toml).settings().bootstrap
+        == "flag:1"
+    )
+    explicit = KafkaSettings(bootstrap="explicit:2")
+    assert lagless.App(group="g", settings=explicit).settings() == explicit
+    monkeypatch.delenv("LAGLESS_BOOTSTRAP")
+    assert lagless.App(group="g", config_file=toml).settings().bootstrap == "toml-host:9092"
