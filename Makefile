@@ -27,5 +27,7 @@ test: $(STAMP) java
 bench: $(STAMP)
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b; done
 
+# Stop the embedded broker (found in its per-user state directory) before deleting its state.
 clean:
+	-test -x $(BIN)/lagless && $(BIN)/lagless broker stop --purge
 	rm -rf $(VENV) .lagless build src/*.egg-info

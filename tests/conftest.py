@@ -89,6 +89,7 @@ def run_cli(
     timeout: float = 120,
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed ``lagless`` command (in ``cwd`` if given); bootstrap from
     ``cluster`` if given."""
@@ -104,4 +105,23 @@ def run_cli(
         env=full_env,
         check=False,
         cwd=cwd,
+        input=stdin,
     )
+
+
+@pytest.fixture(scope="session")
+def mock_bootstrap() -> Iterator[str]:
+    """librdkafka's mock cluster (KIP-848, faithful group protocols) in a child process: its
+    bootstrap. Skips with the reason if it cannot start."""
+    from lagless.broker.mock import MockCluster
+    from lagless.errors import ClusterError
+
+    mock = MockCluster()
+    try:
+        bootstrap = mock.start()
+    except ClusterError as exc:
+        pytest.skip(f"librdkafka's mock cluster cannot start here: {exc}")
+    try:
+        yield bootstrap
+    finally:
+        mock.stop()

@@ -5,13 +5,10 @@ membership: the protocol Tansu lacks)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from lagless.broker.mock import MockCluster
-from lagless.errors import ClusterError
 from tests.conftest import Cluster, run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -23,18 +20,6 @@ SCENARIO_KEYS = {
     "ownership_overlaps",
 }  # fmt: skip
 
-
-@pytest.fixture(scope="module")
-def mock_bootstrap() -> Iterator[str]:
-    try:
-        cluster = MockCluster()
-        bootstrap = cluster.start()
-    except ClusterError as exc:
-        pytest.skip(f"librdkafka's mock cluster cannot start here: {exc}")
-    try:
-        yield bootstrap
-    finally:
-        cluster.stop()
 
 
 def lab(bootstrap: str, out: Path, scenarios: str) -> dict[str, object]:

@@ -73,3 +73,20 @@ def test_report_has_every_plot_and_nothing_external() -> None:
 def test_empty_timeline_is_an_error() -> None:
     with pytest.raises(LaglessError, match="no samples"):
         build_report([])
+
+
+def test_report_shows_settings_input_rate_partitions_paused_and_dlq() -> None:
+    samples = [
+        Sample(ts=1000.0 + i, interval=1.0, throughput=90.0, input_rate=120.0, dlq_rate=1.0,
+               lag_records=5.0 * i, lag_partitions={"orders[0]": 3.0 * i, "orders[1]": 2.0 * i},
+               paused=1.0 if i == 2 else 0.0)
+        for i in range(1, 5)
+    ]  # fmt: skip
+    html = build_report(samples, settings={"group": "g-orders", "max_in_flight": 200})
+    assert "<th>group</th><td>g-orders</td>" in html
+    assert "<th>max_in_flight</th><td>200</td>" in html
+    for plot in ("plot-paused", "plot-dlq"):
+        assert f'id="{plot}"' in html
+    assert "orders[0]" in html and "orders[1]" in html  # lag per partition, in the legend
+    assert ">input<" in html and ">processed<" in html
+    assert "No settings recorded" in build_report(samples)

@@ -28,15 +28,33 @@ from lagless.errors import ConfigError
 from lagless.observe.metrics import Metrics
 
 
+def run_settings(config: EngineConfig, handler: str) -> dict[str, object]:
+    """What the run report shows of an engine run's settings."""
+    return {
+        "run": "lagless consume",
+        "topic": ",".join(config.topics),
+        "group": config.group,
+        "handler": handler,
+        "ordering": config.ordering.value,
+        "max_in_flight": config.max_in_flight,
+        "processes": config.processes,
+        "dlq_topic": config.dlq_topic or "-",
+        "on_failure": config.on_failure.value if config.on_failure else "-",
+    }
+
+
 @contextlib.contextmanager
-def recording(metrics: Metrics, directory: Path | None) -> Iterator[None]:
-    """Sample the metrics into DIRECTORY/timeline.jsonl while the run lasts."""
+def recording(
+    metrics: Metrics, directory: Path | None, settings: dict[str, object]
+) -> Iterator[None]:
+    """Sample the metrics into DIRECTORY/timeline.jsonl while the run lasts (the settings go
+    to DIRECTORY/run.json)."""
     if directory is None:
         yield
         return
     from lagless.observe.timeline import Recorder
 
-    with Recorder(metrics, directory):
+    with Recorder(metrics, directory, settings=settings):
         yield
 
 
@@ -200,7 +218,7 @@ def consume(
     )
     run_handler = load_handler(handler)
     conf = kafka_conf(ctx)
-    metrics = Metrics()
+    metrics = Metrics(group=config.group)
     instance = client_id or static_id or f"{socket.gethostname()}-{os.getpid()}"
     with contextlib.ExitStack() as stack:
         events = None
@@ -215,7 +233,7 @@ def consume(
         )  # fmt: skip
         if metrics_port is not None:
             metrics.serve(metrics_port, health=engine.health.status)
-        stack.enter_context(recording(metrics, record))
+        stack.enter_context(recording(metrics, record, run_settings(config, handler)))
         code = run_and_report(engine, as_json=as_json)
     if code:
         raise typer.Exit(code)

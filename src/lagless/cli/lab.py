@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -71,6 +74,20 @@ def notes(reports: list[ScenarioReport], best: Improvements) -> list[str]:
 
 
 @contextlib.contextmanager
+def interrupt_on_sigterm() -> Iterator[None]:
+    """SIGTERM interrupts the lab like Ctrl-C: the running scenario stops its instances."""
+
+    def interrupt(signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
 def progress(enabled: bool) -> Iterator[ShowFn]:
     """A live status line on a terminal; otherwise one stderr line per phase."""
     if not enabled:
@@ -118,6 +135,9 @@ def rebalance(
     out: Annotated[
         Path | None, typer.Option(help="directory for the instances' records and report.html")
     ] = None,
+    keep_topics: Annotated[
+        bool, typer.Option(help="keep each scenario's topic (default: deleted once measured)")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object at the end")] = (
         False
     ),
@@ -127,12 +147,12 @@ def rebalance(
     config = LabConfig(
         instances=instances, partitions=partitions, rate=rate, work_ms=work_ms,
         warmup_s=warmup, rollouts=rollouts, max_surge=max_surge,
-        max_unavailable=max_unavailable,
+        max_unavailable=max_unavailable, keep_topics=keep_topics,
     )  # fmt: skip
     conf = kafka_conf(ctx)
     cluster = describe_cluster(conf)
     directory = out or Path("out") / "lab" / time.strftime("%Y%m%d-%H%M%S")
-    with progress(interactive() and not as_json) as show:
+    with progress(interactive() and not as_json) as show, interrupt_on_sigterm():
         runs = [ScenarioRun(conf, cluster, config, s, directory / s.name, show) for s in chosen]
         items: list[tuple[ScenarioReport, ScenarioData | None]] = [run.run() for run in runs]
     reports = [report for report, _ in items]
@@ -153,7 +173,8 @@ def rebalance(
         }
         print_json(doc)
     else:
-        out_console.print(table(cluster.name, reports), width=max(out_console.width, TABLE_WIDTH))
+        wide = Console(width=max(out_console.width, TABLE_WIDTH), soft_wrap=True)
+        wide.print(table(cluster.name, reports))
         for line in notes(reports, best):
             out_console.print(line, soft_wrap=True)
         out_console.print(f"page: {page}", soft_wrap=True)

@@ -1,13 +1,17 @@
-"""`lagless produce`: the producer and load generator."""
+"""`lagless produce`: the producer and load generator, or the user's own records (--from)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.progress import Progress
 
-from lagless.cli.common import interactive, kafka_conf, out_console, print_json
+from lagless.cli.common import given, interactive, kafka_conf, note, out_console, print_json
+from lagless.errors import ConfigError
+from lagless.produce.lines import LineFormat, LinesResult, produce_lines
 from lagless.produce.producer import ProduceResult, check_load_args, run_load
 from lagless.produce.profiles import Profile
 from lagless.produce.workloads import Workload, WorkloadSpec, generate, parse_sleep_range
@@ -32,8 +36,21 @@ def produce(
     seed: Annotated[int | None, typer.Option(help="random seed")] = None,
     id_prefix: Annotated[str, typer.Option(help="prefix of record ids")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    source: Annotated[
+        str | None,
+        typer.Option("--from", help="your records: a file of JSON or key<TAB>value lines, - stdin"),
+    ] = None,
+    lines: Annotated[
+        LineFormat, typer.Option(help="--from: json, tab, or auto (JSON if the first is {...})")
+    ] = LineFormat.AUTO,
 ) -> None:
-    """Produce a jobs or events workload and report what was delivered."""
+    """Produce a jobs or events workload, or your own records (--from), and report what was
+    delivered."""
+    if source is not None:
+        produce_from(ctx, topic, source, lines, profile, as_json)
+        return
+    if given(ctx, "lines"):
+        raise ConfigError("--lines applies to --from only")
     check_load_args(count, rate, duration)
     spec = WorkloadSpec(
         workload=workload,
@@ -74,5 +91,52 @@ def produce(
         )
         if result.first_error:
             out_console.print(f"first failure: {result.first_error}")
+    if result.failed:
+        raise typer.Exit(1)
+
+
+WORKLOAD_OPTIONS = (
+    "workload", "count", "rate", "duration", "keys", "bad_fraction", "sleep_ms",
+    "payload_bytes", "seed", "id_prefix",
+)  # fmt: skip
+
+
+def produce_from(
+    ctx: typer.Context, topic: str, source: str, fmt: LineFormat, profile: Profile, as_json: bool
+) -> None:
+    """Send the lines of ``source`` (a file, or - for stdin); count at the end, exit 1 on any
+    failed delivery, 2 on a line that is not a record, 130 on Ctrl-C."""
+    workload = ["--" + name.replace("_", "-") for name in WORKLOAD_OPTIONS if given(ctx, name)]
+    if workload:
+        raise ConfigError(f"{', '.join(workload)}: workload options, not allowed with --from")
+    if source != "-" and not Path(source).is_file():
+        raise ConfigError(f"--from {source}: no such file")
+    conf = kafka_conf(ctx)
+    if source == "-":
+        done = produce_lines(conf, topic, sys.stdin, fmt, profile)
+    else:
+        with Path(source).open(encoding="utf-8", newline="\n") as handle:
+            done = produce_lines(conf, topic, handle, fmt, profile)
+    report_lines(done, topic, as_json)
+
+
+def report_lines(done: LinesResult, topic: str, as_json: bool) -> None:
+    result = done.result
+    if as_json:
+        print_json({**result.to_json(), "lines": done.lines, "stopped": done.stopped,
+                    "interrupted": done.interrupted})  # fmt: skip
+    else:
+        out_console.print(
+            f"produced {result.produced} records to {topic} ({result.failed} failed) "
+            f"from {done.lines} lines in {result.seconds} s"
+        )
+    if result.first_error:
+        note(f"first failure: {result.first_error}")
+    if done.stopped:
+        note(f"stopped at {done.stopped}; nothing after it was sent")
+        raise typer.Exit(2)
+    if done.interrupted:
+        note("interrupted: what was sent before is flushed and counted above")
+        raise typer.Exit(130)
     if result.failed:
         raise typer.Exit(1)

@@ -60,7 +60,7 @@ class EngineCore:
         self._ready_emitted = False
         self._conf = dict(conf)
         self._handler = handler
-        self.metrics = metrics or Metrics()
+        self.metrics = metrics or Metrics(group=config.group)
         self._stop = stop or threading.Event()
         self._on_progress = on_progress
         self._completions: SimpleQueue[object] = SimpleQueue()

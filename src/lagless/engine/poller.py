@@ -182,6 +182,7 @@ class Engine(Rebalancing, Completing, Committing, Watching):
     def _first_record(self, state: PartitionState) -> None:
         """The first record of ``state``'s partition since it was assigned here."""
         state.consuming = True
+        self._next_watch = 0.0  # gauges now: the backlog found at assignment shows in short runs
         self.health.received()
         self._emit(EventKind.CONSUMING, (state.tp,))
 
@@ -189,7 +190,7 @@ class Engine(Rebalancing, Completing, Committing, Watching):
         """Hand one fetched record to its partition; MessageRejected when it is full."""
         self._flow.admit(state.tracker.pending)
         record = Record.from_message(msg)
-        arrival = state.tracker.receive(record.offset, now)
+        arrival = state.tracker.receive(record.offset, now, record.timestamp_ms)
         if arrival is Arrival.STALE:
             return
         if self._timing.first_received is None:
@@ -307,6 +308,8 @@ class Engine(Rebalancing, Completing, Committing, Watching):
             self._consumer.consume(self.config.poll_batch, 0.0)  # serve callbacks only
             self._collect(wait=0.05)
         self._commit(list(self._states.values()), sync=True)
+        self._next_watch = 0.0  # the gauges' last word is the drained state, not a stale look
+        self._watch()
 
     def _begin_stopping(self) -> None:
         self._stopping = True

@@ -33,6 +33,7 @@ class PartitionTracker:
     def __init__(self, committed: int | None = None, completed: Iterable[int] = ()) -> None:
         self._window: deque[int] = deque()
         self._since: deque[float] = deque()
+        self._stamps: deque[int | None] = deque()  # record timestamps (ms), beside the window
         self._done: set[int] = set()
         floor = committed if committed is not None else -1
         self._earlier: set[int] = {o for o in completed if o > floor}
@@ -50,8 +51,9 @@ class PartitionTracker:
         """Records held from the first unfinished on (unfinished, or done above it)."""
         return len(self._window)
 
-    def receive(self, offset: int, now: float) -> Arrival:
-        """Register a fetched record (offsets grow, except after an offset reset)."""
+    def receive(self, offset: int, now: float, timestamp_ms: int | None = None) -> Arrival:
+        """Register a fetched record and its timestamp (offsets grow, except after an offset
+        reset)."""
         if self._next is not None and offset < self._next and not self._window:
             self._follow_reset(offset)
         if self._last_received is not None and offset <= self._last_received:
@@ -61,6 +63,7 @@ class PartitionTracker:
         self._last_received = offset
         self._window.append(offset)
         self._since.append(now)
+        self._stamps.append(timestamp_ms)
         if offset in self._earlier:
             self._earlier.discard(offset)
             self.complete(offset)
@@ -91,6 +94,7 @@ class PartitionTracker:
         while window and window[0] in self._done:
             first = window.popleft()
             self._since.popleft()
+            self._stamps.popleft()
             self._done.discard(first)
             self._next = first + 1
 
@@ -106,6 +110,11 @@ class PartitionTracker:
         if base is None:
             return ""
         return offset_map.encode(base, self.completed_above(), limit)
+
+    def first_uncommitted_timestamp_ms(self) -> int | None:
+        """Timestamp of the record at the committable offset, if it was fetched (the input
+        of :func:`lagless.observe.lagtime.lag_seconds`)."""
+        return self._stamps[0] if self._stamps else None
 
     def oldest_unfinished(self) -> tuple[int, float] | None:
         """(offset, time received) of the first unfinished record, None if all are done."""

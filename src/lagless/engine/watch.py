@@ -10,6 +10,7 @@ from confluent_kafka import KafkaException
 from lagless.engine.core import EngineCore, topic_partition
 from lagless.engine.partition import DLQ
 from lagless.engine.summary import Progress
+from lagless.observe.lagtime import lag_seconds
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,9 @@ class Watching(EngineCore):
             lag = max(0, marks[1] - position)
             total += lag
             state.metrics.lag_records.set(lag)
-            last_ts = state.last_timestamp_ms
-            behind = (now_ms - last_ts) / 1000.0 if lag and last_ts is not None else 0.0
-            state.metrics.lag_seconds.set(max(0.0, behind))
+            self.metrics.end_offset.labels(state.tp[0], str(state.tp[1])).set(marks[1])
+            head_ts = state.tracker.first_uncommitted_timestamp_ms()
+            seconds = lag_seconds(int(now_ms), head_ts, lag)
+            if seconds is not None:  # None: the next record is not fetched yet; keep the last
+                state.metrics.lag_seconds.set(seconds)
         return total

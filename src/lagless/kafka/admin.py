@@ -111,11 +111,16 @@ def alter_committed_offsets(
         ) from None
 
 
-def list_groups(conf: Mapping[str, Any], timeout: float = 10.0) -> list[str]:
-    admin = admin_client(conf)
-    future = admin.list_consumer_groups(request_timeout=timeout)
+def list_topics(
+    conf: Mapping[str, Any], internal: bool = False, timeout: float = 10.0
+) -> list[tuple[str, int]]:
+    """(name, partition count) of every topic, sorted; internal ``__*`` topics only if asked."""
     try:
-        result = future.result(timeout=timeout)
+        meta = admin_client(conf).list_topics(timeout=timeout)
     except KafkaException as exc:
-        raise ClusterError(f"cannot list consumer groups: {exc.args[0].str()}") from None
-    return sorted(g.group_id for g in result.valid)
+        raise ClusterError(f"cannot list topics: {exc.args[0].str()}") from None
+    return sorted(
+        (name, len(info.partitions))
+        for name, info in meta.topics.items()
+        if internal or not name.startswith("__")
+    )

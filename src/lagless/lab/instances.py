@@ -8,6 +8,8 @@ Kubernetes Deployment would, whether a new instance is ready.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import os
 import signal
@@ -23,6 +25,25 @@ from typing import Any
 from lagless.broker.embedded import free_port
 from lagless.lab.model import EVENTS_FILE, LEDGER_FILE, InstanceEvent, Processed, read_events
 from lagless.lab.model import read_ledger as read_ledger_file
+
+PR_SET_PDEATHSIG = 1
+
+
+def _prctl() -> Any:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").prctl
+    except (OSError, AttributeError):
+        return None
+
+
+PRCTL = _prctl()  # resolved here: the child between fork and exec only calls it
+
+
+def stop_with_parent() -> None:
+    """In the child: get SIGTERM when the lab dies, even by kill -9 (Linux; elsewhere a no-op),
+    so that no instance outlives the lab. One system call: safe between fork and exec."""
+    if PRCTL is not None:
+        PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def lagless_command() -> list[str]:
@@ -63,7 +84,10 @@ class Instance:
         with (self.directory / "stdout.json").open("wb") as out, (
             self.directory / "stderr.log"
         ).open("wb") as err:
-            self.proc = subprocess.Popen(command, stdout=out, stderr=err, env=env)
+            self.proc = subprocess.Popen(
+                command, stdout=out, stderr=err, env=env,
+                preexec_fn=stop_with_parent,  # noqa: PLW1509 (one system call, no locks)
+            )  # fmt: skip
 
     def probe(self, timeout: float = 0.5) -> dict[str, Any] | None:
         """The instance's ``/readyz`` answer (ready or not), None if it does not answer."""

@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from lagless.errors import ConfigError, LaglessError
-from lagless.kafka.admin import create_topic
+from lagless.kafka.admin import create_topic, delete_topic
 from lagless.kafka.cluster import ClusterInfo, supports_kip848
 from lagless.lab.instances import Instance
 from lagless.lab.load import Load
 from lagless.lab.measures import measure
 from lagless.lab.model import (
     EventKind,
+    InstanceEvent,
     ScenarioData,
     ScenarioReport,
     Trigger,
@@ -66,6 +67,7 @@ class LabConfig:
     commit_interval_s: float = 0.25
     step_timeout_s: float = 240.0
     cooldown_max_s: float = 120.0
+    keep_topics: bool = False  # else each scenario's topic is deleted once measured
 
     def __post_init__(self) -> None:
         if self.instances < 1:
@@ -109,10 +111,26 @@ def broker_notes(cluster: ClusterInfo, scenario: Scenario) -> list[str]:
         hold = scenario.session_ms // 2000
         notes.append(f"Tansu holds every join for session.timeout.ms / 2 ({hold} s)")
     if scenario.classic and scenario.assignor == "cooperative-sticky":
-        notes.append("Tansu hands partitions to a newcomer without revoking them (overlaps)")
+        notes.append("Tansu may hand partitions to a newcomer without revoking them (overlaps)")
     if scenario.static:
         notes.append("Tansu's static membership does not avoid the rebalance on a restart")
     return notes
+
+
+def consumed_now(events: list[InstanceEvent]) -> set[int]:
+    """The partitions one instance owns and has consumed since their assignment."""
+    owned: set[int] = set()
+    consuming: set[int] = set()
+    for event in events:
+        parts = set(event.partitions)
+        if event.kind is EventKind.ASSIGNED:
+            owned |= parts
+        elif event.kind in (EventKind.REVOKED, EventKind.LOST):
+            owned -= parts
+            consuming -= parts
+        elif event.kind is EventKind.CONSUMING:
+            consuming |= parts & owned
+    return consuming
 
 
 class ScenarioRun:
@@ -221,7 +239,17 @@ class ScenarioRun:
         report = ScenarioReport(
             **{**base.__dict__, "measures": measure(data), "committed_to_end": committed_to_end}
         )
+        self._clean_up()
         return report, data
+
+    def _clean_up(self) -> None:
+        """Delete the scenario's topic (its records are measured), unless asked to keep it."""
+        if self.config.keep_topics or self.mock:
+            return
+        try:
+            delete_topic(self.conf, self.topic)
+        except LaglessError as exc:
+            log.warning("lab: %s", exc)
 
     def phase(self, text: str) -> None:
         self._phase = text
@@ -255,6 +283,9 @@ class ScenarioRun:
         self._wait(lambda: all(self._is_ready(i) for i in first) and self._all_consumed(),
                    sampler, config.step_timeout_s, "the service never became ready")  # fmt: skip
         log.info("%s: ready after %.1f s", self.scenario.name, time.time() - start)
+        self.phase("catching up after the start")
+        if not self._calm(sampler, self.floor(0)):
+            self.notes.append("the service had not caught up with the load before the warm-up")
         warm_start = time.time()
         self.phase(f"warm-up ({config.warmup_s:.0f} s)")
         self._sleep(config.warmup_s, sampler)
@@ -330,9 +361,18 @@ class ScenarioRun:
                 raise LaglessError(f"rollout {k} did not complete in time: {fleet}")
             self._sleep(TICK_S, sampler)
 
+    def floor(self, baseline: int) -> int:
+        """The lag of a service that keeps up: its warm-up level, at least what arrives
+        between two commits (plus half a second of work in progress)."""
+        return max(baseline, int(self.config.rate * (self.config.commit_interval_s + 0.5)))
+
     def _cool_down(self, sampler: LagSampler, baseline: int) -> None:
-        """Until the lag is back at its warm-up level (and stays there), at most cooldown_max_s."""
-        floor = max(baseline, int(self.config.rate * (self.config.commit_interval_s + 0.5)))
+        floor = self.floor(baseline)
+        if not self._calm(sampler, floor):
+            self.notes.append(f"lag not back to its warm-up level ({floor}) after the cool-down")
+
+    def _calm(self, sampler: LagSampler, floor: int) -> bool:
+        """Wait until the lag is at most ``floor`` for SETTLE_HOLD_S (at most cooldown_max_s)."""
         deadline = time.monotonic() + self.config.cooldown_max_s
         calm_since: float | None = None
         while time.monotonic() < deadline:
@@ -340,11 +380,11 @@ class ScenarioRun:
             if latest is not None and latest.lag_records <= floor:
                 calm_since = calm_since or time.monotonic()
                 if time.monotonic() - calm_since >= SETTLE_HOLD_S:
-                    return
+                    return True
             else:
                 calm_since = None
             self._sleep(TICK_S, sampler)
-        self.notes.append(f"lag not back to its warm-up level ({floor}) after the cool-down")
+        return False
 
     def _wait_committed_to_end(self, sampler: LagSampler, load: Load, timeout: float = 60) -> bool:
         ends = load.ends()
@@ -367,17 +407,8 @@ class ScenarioRun:
         """Every partition has an owner that consumed it since its assignment."""
         consuming: set[int] = set()
         for instance in self.instances:
-            if not instance.running:
-                continue
-            owned: set[int] = set()
-            for event in instance.events():
-                if event.kind is EventKind.ASSIGNED:
-                    owned |= set(event.partitions)
-                elif event.kind in (EventKind.REVOKED, EventKind.LOST):
-                    owned -= set(event.partitions)
-                    consuming -= set(event.partitions)
-                elif event.kind is EventKind.CONSUMING:
-                    consuming |= set(event.partitions) & owned
+            if instance.running:
+                consuming |= consumed_now(instance.events())
         return len(consuming) >= self.partitions
 
     def _sleep(self, seconds: float, sampler: LagSampler | None) -> None:

@@ -12,7 +12,8 @@ docs/observability.md documents every metric, the timeline, ``lagless lag`` and 
 | lagless_processing_seconds | histogram | topic | handler time of one record (all attempts) |
 | lagless_in_flight | gauge | | records dispatched and not finished |
 | lagless_lag_records | gauge | topic, partition | high watermark - first unfinished offset (engine) / - processed end (pipeline) |
-| lagless_lag_seconds | gauge | topic, partition | while lag > 0: age of the last fetched record (about the next unfetched one) |
+| lagless_lag_seconds | gauge | topic, partition | now - timestamp of the first record not committed yet; 0 when caught up (lagless.observe.lagtime.lag_seconds) |
+| lagless_end_offset | gauge | topic, partition | the partition's end offset (high watermark) as the consumer last saw it: its rise is the input rate |
 | lagless_paused_partitions | gauge | | partitions paused by backpressure now |
 | lagless_pause_events_total | counter | topic, partition | times a partition was paused |
 | lagless_rebalances_total | counter | kind | rebalance callbacks: assign, revoke, lost |
@@ -21,16 +22,22 @@ docs/observability.md documents every metric, the timeline, ``lagless lag`` and 
 | lagless_partitions_revoked_total | counter | | partitions given up cleanly |
 | lagless_partitions_lost_total | counter | | partitions lost without commit |
 | lagless_commits_total | counter | | offset commits sent |
-| lagless_dlq_records_total | counter | topic | records sent to the dead-letter topic |
+| lagless_dlq_records_total | counter | topic | records of source ``topic`` sent to the dead-letter topic (engine and pipeline alike) |
 | lagless_oldest_unfinished_age_seconds | gauge | topic, partition | age of the oldest unfinished record |
 | lagless_batches_total | counter | | Spark micro-batches completed |
+
+Every exposed sample also carries a ``group`` label (the consumer group of the run) when the
+:class:`Metrics` was made with one, so several engines scraped into one Prometheus stay apart.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from lagless.observe.http import HealthSource, serve
 
@@ -43,8 +50,9 @@ LATENCY_BUCKETS = (
 class Metrics:
     """The metrics of one engine or pipeline run."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, registry: CollectorRegistry | None = None, group: str | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        self.group = group
         r = self.registry
         tp = ["topic", "partition"]
         self.records_processed = Counter(
@@ -61,6 +69,7 @@ class Metrics:
         self.in_flight = Gauge("lagless_in_flight", "records in flight", registry=r)
         self.lag_records = Gauge("lagless_lag_records", "lag in records", tp, registry=r)
         self.lag_seconds = Gauge("lagless_lag_seconds", "lag in seconds", tp, registry=r)
+        self.end_offset = Gauge("lagless_end_offset", "partition end offset seen", tp, registry=r)
         self.paused_partitions = Gauge("lagless_paused_partitions", "paused now", registry=r)
         self.pause_events = Counter("lagless_pause_events", "pauses", tp, registry=r)
         self.rebalances = Counter("lagless_rebalances", "rebalance callbacks", ["kind"], registry=r)
@@ -86,4 +95,30 @@ class Metrics:
         Returns the server (``.shutdown()`` stops it); a port that cannot be bound is a
         one-line LaglessError.
         """
-        return serve(self.registry, port, addr, health)
+        return serve(self.exposed(), port, addr, health)
+
+    def exposed(self) -> CollectorRegistry:
+        """The registry Prometheus scrapes: every sample with the ``group`` label added."""
+        if self.group is None:
+            return self.registry
+        out = CollectorRegistry(auto_describe=False)
+        out.register(GroupLabelled(self.registry, self.group))
+        return out
+
+
+class GroupLabelled(Collector):
+    """Every sample of ``inner`` with a ``group`` label (the run's constant label)."""
+
+    def __init__(self, inner: CollectorRegistry, group: str) -> None:
+        self.inner = inner
+        self.group = group
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.inner.collect():
+            out = Metric(family.name, family.documentation, family.type, family.unit)
+            for sample in family.samples:
+                out.add_sample(
+                    sample.name, {**sample.labels, "group": self.group}, sample.value,
+                    sample.timestamp, sample.exemplar,
+                )  # fmt: skip
+            yield out

@@ -34,6 +34,8 @@ from lagless.observe.metrics import Metrics
 log = logging.getLogger(__name__)
 
 TIMELINE_FILE = "timeline.jsonl"
+RUN_FILE = "run.json"  # the run's settings (topic, group, handler, ...), for the report
+FAST_SECONDS = 30.0  # the first seconds of a run are sampled four times per interval
 PERCENTILES = (0.50, 0.95, 0.99)
 
 
@@ -69,6 +71,7 @@ class Sample(BaseModel):
     ts: float
     interval: float = 0.0
     throughput: float = 0.0
+    input_rate: float | None = None
     processed: float = 0.0
     lag_records: float = 0.0
     lag_seconds: float = 0.0
@@ -81,8 +84,10 @@ class Sample(BaseModel):
     rebalances: float = 0.0
     commits: float = 0.0
     dlq: float = 0.0
+    dlq_rate: float = 0.0
     oldest_unfinished_seconds: float = 0.0
     batches: float = 0.0
+    lag_partitions: dict[str, float] = {}
     events: list[RebalanceEvent] = []
 
 
@@ -107,6 +112,8 @@ class Snapshot:
     rebalance_sum: float = 0.0
     callbacks: dict[str, float] = field(default_factory=dict)
     e2e_buckets: dict[float, float] = field(default_factory=dict)
+    ends: dict[str, float] = field(default_factory=dict)  # "topic[p]" -> end offset
+    lags: dict[str, float] = field(default_factory=dict)  # "topic[p]" -> lag in records
 
 
 _SUMS = {
@@ -135,6 +142,10 @@ def snapshot(metrics: Metrics) -> Snapshot:
     snap = Snapshot()
     for family in metrics.registry.collect():
         for s in family.samples:
+            if s.name == "lagless_end_offset":
+                snap.ends[partition_key(s.labels)] = s.value
+            elif s.name == "lagless_lag_records":
+                snap.lags[partition_key(s.labels)] = s.value
             if s.name in _SUMS:
                 attr = _SUMS[s.name]
                 setattr(snap, attr, getattr(snap, attr) + s.value)
@@ -148,6 +159,19 @@ def snapshot(metrics: Metrics) -> Snapshot:
                 le = float(s.labels["le"])
                 snap.e2e_buckets[le] = snap.e2e_buckets.get(le, 0.0) + s.value
     return snap
+
+
+def partition_key(labels: Mapping[str, str]) -> str:
+    return f"{labels.get('topic', '')}[{labels.get('partition', '')}]"
+
+
+def input_rate(now: Snapshot, before: Snapshot, seconds: float) -> float | None:
+    """Records/s written to the consumed partitions: the rise of their end offsets (a partition
+    first seen in this interval adds nothing). None before any end offset is known."""
+    if not now.ends or seconds <= 0:
+        return None
+    rise = sum(max(0.0, end - before.ends.get(key, end)) for key, end in now.ends.items())
+    return round(rise / seconds, 3)
 
 
 def quantile(q: float, buckets: Mapping[float, float]) -> float | None:
@@ -204,8 +228,9 @@ def make_sample(now: Snapshot, before: Snapshot, ts: float, seconds: float) -> S
     event = rebalance_event(now, before)
     return Sample(
         ts=round(ts, 3),
-        interval=round(seconds, 3),
+        interval=round(seconds, 6),
         throughput=round((now.processed - before.processed) / seconds, 3) if seconds > 0 else 0.0,
+        input_rate=input_rate(now, before, seconds),
         processed=now.processed,
         lag_records=now.lag_records,
         lag_seconds=round(now.lag_seconds, 6),
@@ -218,6 +243,8 @@ def make_sample(now: Snapshot, before: Snapshot, ts: float, seconds: float) -> S
         rebalances=sum(now.callbacks.values()),
         commits=now.commits,
         dlq=now.dlq,
+        dlq_rate=round((now.dlq - before.dlq) / seconds, 3) if seconds > 0 else 0.0,
+        lag_partitions=dict(sorted(now.lags.items())),
         oldest_unfinished_seconds=round(now.oldest_unfinished, 6),
         batches=now.batches,
         events=[event] if event is not None else [],
@@ -231,9 +258,16 @@ class Recorder:
     (possibly shorter) sample, so even a run shorter than one interval leaves a line.
     """
 
-    def __init__(self, metrics: Metrics, directory: Path, interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        metrics: Metrics,
+        directory: Path,
+        interval: float = 1.0,
+        settings: Mapping[str, object] | None = None,
+    ) -> None:
         if interval <= 0:
             raise LaglessError(f"timeline interval must be positive, not {interval}")
+        self.settings = dict(settings or {})
         self.metrics = metrics
         self.directory = Path(directory)
         self.interval = interval
@@ -251,6 +285,9 @@ class Recorder:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._file = self.path.open("w", encoding="utf-8")
+            if self.settings:
+                text = json.dumps(self.settings, sort_keys=True, default=str)
+                (self.directory / RUN_FILE).write_text(text + "\n", encoding="utf-8")
         except OSError as exc:
             raise LaglessError(f"cannot write the timeline to {self.path}: {exc}") from None
         self._last = snapshot(self.metrics)
@@ -303,12 +340,20 @@ class Recorder:
         return out
 
     def _run(self) -> None:
-        next_at = time.monotonic() + self.interval
+        """Sample every ``interval`` (every quarter interval during the first
+        :data:`FAST_SECONDS`, so a short run shows its lag and concurrency)."""
+        started = time.monotonic()
+
+        def step() -> float:
+            fast = time.monotonic() - started < FAST_SECONDS
+            return self.interval / 4 if fast else self.interval
+
+        next_at = started + step()
         while not self._stop.wait(max(0.0, next_at - time.monotonic())):
             self.sample()
-            next_at += self.interval
+            next_at += step()
             if next_at < time.monotonic():  # fell behind (a stalled process): do not burst
-                next_at = time.monotonic() + self.interval
+                next_at = time.monotonic() + step()
 
 
 def timeline_path(path: Path) -> Path:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, cast
 
@@ -75,15 +75,27 @@ class AccountedProducer:
 
     def send(self, topic: str, record: OutRecord, partition: int = PARTITION_ANY) -> None:
         """Queue one record; waits (serving callbacks) while the local queue is full."""
+        self.send_raw(topic, record.value, record.key, record.headers, partition)
+
+    def send_raw(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: Sequence[tuple[str, bytes | None]] | None = None,
+        partition: int = PARTITION_ANY,
+    ) -> None:
+        """Queue one record given by its parts (a ``None`` value is a tombstone)."""
+        pairs = cast("list[tuple[str, str | bytes | None]]", list(headers or []))
         while True:
             try:
                 self._producer.produce(
                     topic,
-                    record.value,
-                    key=record.key,
+                    value,
+                    key=key,
                     partition=partition,
                     on_delivery=self.stats.on_delivery,
-                    headers=cast("list[tuple[str, str | bytes | None]]", record.headers) or None,
+                    headers=pairs or None,
                 )
                 break
             except BufferError:
@@ -94,6 +106,23 @@ class AccountedProducer:
 
     def poll(self, timeout: float = 0.0) -> None:
         self._producer.poll(timeout)
+
+    def result(self, topic: str, sent: int, started: float) -> ProduceResult:
+        """What was delivered of ``sent`` records since ``started`` (monotonic), after
+        :meth:`flush`; ClusterError when none of them was."""
+        seconds = max(time.monotonic() - started, 1e-9)
+        stats = self.stats
+        if sent and stats.delivered == 0:
+            raise ClusterError(f"no record was delivered to {topic!r}: {stats.first_error}")
+        return ProduceResult(
+            produced=stats.delivered,
+            failed=stats.failed,
+            seconds=round(seconds, 3),
+            records_per_s=round(stats.delivered / seconds, 1),
+            mb_per_s=round(stats.bytes / seconds / 1e6, 3),
+            profile=self.profile.value,
+            first_error=stats.first_error,
+        )
 
     def flush(self, timeout: float = 60.0) -> int:
         """Wait for outstanding deliveries; any left after ``timeout`` count as failed."""
@@ -152,16 +181,4 @@ def run_load(
     producer.flush(flush_timeout)
     if on_progress is not None:
         on_progress(sent)
-    seconds = max(time.monotonic() - started, 1e-9)
-    stats = producer.stats
-    if sent and stats.delivered == 0:
-        raise ClusterError(f"no record was delivered to {topic!r}: {stats.first_error}")
-    return ProduceResult(
-        produced=stats.delivered,
-        failed=stats.failed,
-        seconds=round(seconds, 3),
-        records_per_s=round(stats.delivered / seconds, 1),
-        mb_per_s=round(stats.bytes / seconds / 1e6, 3),
-        profile=producer.profile.value,
-        first_error=stats.first_error,
-    )
+    return producer.result(topic, sent, started)
