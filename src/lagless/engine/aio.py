@@ -115,13 +115,16 @@ class AsyncWorkers:
         incoming = self._incoming
         while incoming:
             record, epoch = incoming.popleft()
-            task = self._loop.create_task(self._one(record, epoch))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._tasks.add(self._loop.create_task(self._one(record, epoch)))
 
     async def _one(self, record: Record, epoch: int) -> None:
-        outcome = await execute_async(self._handler, record, self._policy, self._stopping)
-        self._completions.put(Completion(record, epoch, outcome))
+        try:
+            outcome = await execute_async(self._handler, record, self._policy, self._stopping)
+            self._completions.put(Completion(record, epoch, outcome))
+        finally:  # cheaper than a done callback (one loop turn less per record)
+            task = asyncio.current_task()
+            if task is not None:
+                self._tasks.discard(task)
 
     def abort(self) -> None:
         """Cut retry backoffs short (the engine is stopping)."""
