@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 
 AsyncHandler = Callable[[Record], Awaitable[object]]
 
+CANCEL_GRACE_S = 0.2  # at close, even "at once": a loop turn for the cancellations to land
+
 
 def is_async(handler: Handler) -> bool:
     """Whether ``handler`` is an ``async def`` function (or a callable object whose
@@ -136,7 +138,7 @@ class AsyncWorkers:
         if self._loop.is_closed():
             return
         self._loop.call_soon_threadsafe(self._cancel_all)
-        self._thread.join(timeout=max(0.0, timeout))
+        self._thread.join(timeout=max(CANCEL_GRACE_S, timeout))
         if self._thread.is_alive():
             log.warning("async handlers ignored cancellation for %.1f s; left running", timeout)
             return
