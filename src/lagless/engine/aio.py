@@ -18,7 +18,6 @@ import inspect
 import logging
 import threading
 from collections import deque
-from collections.abc import Awaitable, Callable
 from queue import SimpleQueue
 
 from lagless.engine.handlers import Handler
@@ -27,8 +26,6 @@ from lagless.engine.retry import Attempts, Outcome, RetryPolicy, UnsupportedResu
 from lagless.engine.workers import Completion
 
 log = logging.getLogger(__name__)
-
-AsyncHandler = Callable[[Record], Awaitable[object]]
 
 CANCEL_GRACE_S = 0.2  # at close, even "at once": a loop turn for the cancellations to land
 
