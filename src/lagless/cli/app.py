@@ -25,6 +25,7 @@ from lagless.cli import (
     tail,
     topic,
 )
+from lagless.cli import run as run_app
 from lagless.cli.common import GlobalOptions, setup_logging, warn
 from lagless.config import unknown_variables
 from lagless.engine.poller import UNCLOSED
@@ -77,6 +78,7 @@ app.add_typer(group.app, name="group")
 app.command("tail")(tail.tail)
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
+app.command("run")(run_app.run)
 app.add_typer(pipeline.app, name="pipeline")
 app.command("lag")(lag.lag)
 app.command("plan")(plan.plan)

@@ -12,38 +12,19 @@ line as on stderr); without it the plain summary goes to stdout before the error
 from __future__ import annotations
 
 import contextlib
-import signal
 import sys
 from collections.abc import Iterator
-from types import FrameType
 
 from rich.progress import Progress as Bar
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from lagless.app.signals import stop_on_signals
 from lagless.cli.common import out_console, print_json
 from lagless.engine import Engine, Progress, RunSummary
 from lagless.engine.core import ProgressFn
 from lagless.errors import LaglessError
 
 EXIT_INTERRUPTED = 130
-
-
-@contextlib.contextmanager
-def stop_on_signals(engine: Engine) -> Iterator[None]:
-    """SIGTERM/SIGINT: the first stops ``engine`` gracefully, a second at once."""
-
-    def handle(signum: int, _frame: FrameType | None) -> None:
-        if engine.stopping_requested:
-            engine.hurry()
-        else:
-            engine.request_stop()
-
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def describe(summary: RunSummary) -> str:
@@ -75,7 +56,7 @@ def report(summary: RunSummary, as_json: bool, error: LaglessError | None = None
 def run_and_report(engine: Engine, *, as_json: bool) -> int:
     """Run ``engine`` under the signal rules, print its summary; the exit code (the engine's
     failure is raised after its summary is printed)."""
-    with stop_on_signals(engine):
+    with stop_on_signals(lambda: engine.stopping_requested, engine.request_stop, engine.hurry):
         try:
             summary = engine.run()
         except LaglessError as exc:

@@ -176,8 +176,8 @@ def rebalance(
         wide = Console(width=max(out_console.width, TABLE_WIDTH), soft_wrap=True)
         wide.print(table(cluster.name, reports))
         for line in notes(reports, best):
-            out_console.print(line, soft_wrap=True)
-        out_console.print(f"page: {page}", soft_wrap=True)
+            out_console.print(line, soft_wrap=True, highlight=False, markup=False)
+        out_console.print(f"page: {page}", soft_wrap=True, highlight=False, markup=False)
     if problems:
         raise LaglessError("; ".join(problems))
 

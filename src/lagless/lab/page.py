@@ -29,10 +29,6 @@ from lagless.observe.svg import PALETTE, Chart, Mark, Series, render
 TITLE = "lagless rebalance lab"
 EXTRA_STYLE = """
 .note { color: #8a4b00; }
-.strip .owned { opacity: 0.35; }
-.strip .overlap { fill: none; stroke-width: 1.5; }
-.strip .rollout { fill: #fff3c4; }
-.strip .trigger { stroke: #333; stroke-width: 1; }
 section { border-top: 1px solid #ddd; margin-top: 28px; }
 """
 
@@ -166,9 +162,7 @@ def scenario_section(report: ScenarioReport, data: ScenarioData | None) -> str:
         + "</p>"
     )
     if not report.supported:
-        parts.append(
-            f"<p class=note>{escape(not_supported(report.note))}</p>"
-        )
+        parts.append(f"<p class=note>{escape(not_supported(report.note))}</p>")
     elif report.note:
         parts.append(f"<p class=note>{escape(report.note)}</p>")
     settings = [(k, _setting(v)) for k, v in report.settings.items()]
