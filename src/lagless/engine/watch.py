@@ -73,8 +73,16 @@ class Watching(EngineCore):
                     assigned=len(self._states),
                     lag_records=lag,
                     seconds=round(now - self._started, 3),
+                    records_per_s=self._live_rate(now),
                 )
             )
+
+    def _live_rate(self, now: float) -> float:
+        """Records per second of processing so far (the live ``RunSummary.records_per_s``)."""
+        first = self._timing.first_received
+        if first is None or now <= first:
+            return 0.0
+        return round(self.processed / (now - first), 1)
 
     def _update_lag(self) -> int:
         """Per-partition lag and the total: cached high watermark minus the first unfinished
