@@ -194,7 +194,8 @@ def rebalance(
             out_console.print(line, soft_wrap=True, highlight=False, markup=False)
         out_console.print(f"page: {page}", soft_wrap=True, highlight=False, markup=False)
     if interrupted is not None:
-        raise KeyboardInterrupt
+        sys.stderr.write(f"lagless: interrupted during {interrupted}\n")
+        raise typer.Exit(130)
     if problems:
         raise LaglessError("; ".join(problems))
 
