@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from lagless.errors import ConfigError
-from lagless.lab.rollout import Fleet, Step, plan
 from lagless.lab.model import ScenarioReport
+from lagless.lab.rollout import Fleet, Step, plan
 from lagless.lab.scenarios import SCENARIOS, parse_scenarios
 
 
