@@ -20,7 +20,7 @@ demo: $(STAMP) java
 	$(BIN)/lagless demo
 
 test: $(STAMP) java
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q tests
 

@@ -7,8 +7,9 @@
     lagless produce --topic calls --workload jobs --count 5000 --sleep-ms 100:300
     lagless run examples.caller:app --until-idle 3
 
-5,000 calls of 100-300 ms take about 1 s at 1,000 in flight, instead of 1,000 s one by one
-(the topic's 3 partitions do not cap it: the engine runs records of a partition side by side).
+5,000 calls of 100-300 ms took 1.7 s of processing at 1,000 in flight on a loaded 2-core
+machine (1.0 s ideal), instead of 1,000 s one by one: the topic's 3 partitions do not cap it,
+the engine runs the records of a partition side by side, as tasks on its event loop.
 """
 
 from __future__ import annotations

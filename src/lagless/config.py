@@ -83,9 +83,10 @@ class KafkaSettings(BaseSettings):
 
 
 ENV_PREFIX = "LAGLESS_"
-OTHER_VARIABLES = frozenset({"LAGLESS_CONFIG", "LAGLESS_HOME", "LAGLESS_TEST_BOOTSTRAP"})
+TEST_PREFIX = "LAGLESS_TEST_"  # the test suite's own variables (its cluster, its handlers)
+OTHER_VARIABLES = frozenset({"LAGLESS_CONFIG", "LAGLESS_HOME"})
 """``LAGLESS_*`` variables that are not :class:`KafkaSettings` fields but still mean something:
-the settings file, the embedded broker's state directory, the test suite's cluster."""
+the settings file and the embedded broker's state directory."""
 
 
 def known_variables() -> frozenset[str]:
@@ -101,7 +102,8 @@ def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
     known = known_variables()
     lines = []
     for name in sorted(env):
-        if not name.upper().startswith(ENV_PREFIX) or name.upper() in known:
+        upper = name.upper()
+        if not upper.startswith(ENV_PREFIX) or upper in known or upper.startswith(TEST_PREFIX):
             continue
         suffixes = sorted(k.removeprefix(ENV_PREFIX) for k in known)
         close = difflib.get_close_matches(name.upper().removeprefix(ENV_PREFIX), suffixes, 1, 0.6)

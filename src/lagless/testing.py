@@ -25,16 +25,13 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from lagless.app.codecs import encode
-from lagless.config import KafkaSettings
-from lagless.engine.record import Record
-from lagless.kafka.admin import create_topic
-from lagless.kafka.clients import make_producer
-from lagless.kafka.reader import read_all
+if TYPE_CHECKING:  # the plugin loads in every pytest run: lagless itself loads on first use
+    from lagless.config import KafkaSettings
+    from lagless.engine.record import Record
 
 
 @dataclass(frozen=True)
@@ -47,6 +44,8 @@ class TestKafka:
 
     @property
     def settings(self) -> KafkaSettings:
+        from lagless.config import KafkaSettings
+
         return KafkaSettings(bootstrap=self.bootstrap)
 
     @property
@@ -55,6 +54,8 @@ class TestKafka:
 
     def topic(self, partitions: int = 1, prefix: str = "test") -> str:
         """Create a fresh topic; its name."""
+        from lagless.kafka.admin import create_topic
+
         name = f"{prefix}-{uuid.uuid4().hex[:10]}"
         create_topic(self.conf, name, partitions)
         return name
@@ -66,6 +67,9 @@ class TestKafka:
     def produce(self, topic: str, values: Iterable[object], key: object = None) -> int:
         """Produce each value (bytes, str, a pydantic model, JSON-able) and wait for every
         acknowledgement; how many. ``key`` is the key of every record."""
+        from lagless.app.codecs import encode
+        from lagless.kafka.clients import make_producer
+
         producer = make_producer({**self.conf, "acks": "all", "linger.ms": 5})
         failed: list[str] = []
 
@@ -84,6 +88,9 @@ class TestKafka:
     def read(self, topic: str, count: int | None = None, timeout: float = 30.0) -> list[Record]:
         """Every record of ``topic`` now; with ``count``, wait up to ``timeout`` s for that many
         (fewer after the timeout: assert on the result)."""
+        from lagless.engine.record import Record
+        from lagless.kafka.reader import read_all
+
         deadline = time.monotonic() + timeout
         while True:
             records = [Record.from_message(m) for m in read_all(self.conf, topic, timeout)]

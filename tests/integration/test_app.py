@@ -91,8 +91,8 @@ def test_two_handlers_in_one_app_each_with_its_options(lagless_kafka: TestKafka)
                  ordering="unordered", max_in_flight=8)  # fmt: skip
     def fan_out(doc: dict[str, Any], key: str) -> list[lagless.Out]:
         return [
-            lagless.Out({"n": doc["n"], "user": key}),
-            lagless.Out(b"copy", key=None, topic=other, headers={"from": key}),
+            lagless.Out(value={"n": doc["n"], "user": key}),
+            lagless.Out(None, b"copy", {"from": key}, other),  # (key, value, headers, topic)
         ]
 
     lagless_kafka.produce(orders, [f"order {i}" for i in range(20)])
@@ -201,3 +201,5 @@ def test_an_output_topic_that_does_not_exist_is_one_line(lagless_kafka: TestKafk
 
     with pytest.raises(ConfigError, match="topic 'no-such-output' does not exist"):
         app.configured(lagless_kafka.settings).run()
+    with pytest.raises(ConfigError, match="metrics port 70000 is not a port"):
+        app.configured(lagless_kafka.settings).run(metrics_port=70000)

@@ -149,6 +149,7 @@ def test_kill_9_between_produce_and_ack_loses_nothing_and_bounds_duplicates(
     outputs = Counter(r.value for r in lagless_kafka.read(out, total))
     assert set(outputs) == {f"r{i}".encode() for i in range(total)}  # nothing lost
     duplicates = sum(outputs.values()) - total
+    print(f"committed at kill {committed}, outputs at kill {first_run}, duplicates {duplicates}")
     # exactly the first run's outputs of records above the committed offsets: a commit never
     # passed a record whose outputs were not acknowledged
     assert duplicates == first_run - committed

@@ -105,6 +105,7 @@ def test_healthz_and_readyz_answer_through_a_rebalance(lagless_kafka: TestKafka)
         status, metrics = get(port1, "/metrics")
         assert status == 200
         assert 'handler="work"' in metrics and "lagless_records_processed_total" in metrics
+        assert f'group="{group}"' in metrics  # as every lagless run labels its samples
     finally:
         second.stop()
         first.stop()

@@ -51,6 +51,15 @@ def user_records(count: int, partitions: int, seed: int = 7) -> list[dict[str, A
     return out
 
 
+def start_cli(cluster: Cluster, *args: str, stdin: bool = False) -> subprocess.Popen[str]:
+    """``lagless ARGS`` in the background against ``cluster`` (stdin a pipe if asked)."""
+    env = {**os.environ, "LAGLESS_BOOTSTRAP": cluster.bootstrap}
+    return subprocess.Popen(
+        [LAGLESS, *args], stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+
+
 def canonical(rec: dict[str, Any]) -> str:
     return json.dumps({k: rec.get(k) for k in ("key", "value", "headers")}, sort_keys=True)
 
@@ -137,11 +146,7 @@ def test_tail_follow_waits_for_new_records(
     cluster: Cluster, make_topic: Callable[..., str]
 ) -> None:
     topic = make_topic(partitions=2)
-    env = {**os.environ, "LAGLESS_BOOTSTRAP": cluster.bootstrap}
-    follower = subprocess.Popen(
-        [LAGLESS, "tail", topic, "--follow", "--from", "latest", "--count", "3"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
+    follower = start_cli(cluster, "tail", topic, "--follow", "--from", "latest", "--count", "3")
     try:
         time.sleep(3)  # let it start and assign
         assert follower.poll() is None  # nothing yet: it waits
@@ -173,11 +178,7 @@ def test_ctrl_c_flushes_and_prints_the_count(
     cluster: Cluster, make_topic: Callable[..., str]
 ) -> None:
     topic = make_topic(partitions=1)
-    env = {**os.environ, "LAGLESS_BOOTSTRAP": cluster.bootstrap}
-    producer = subprocess.Popen(
-        [LAGLESS, "produce", "--topic", topic, "--from", "-"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
+    producer = start_cli(cluster, "produce", "--topic", topic, "--from", "-", stdin=True)
     assert producer.stdin is not None
     producer.stdin.write("".join(f"k{i}\tv{i}\n" for i in range(5)))
     producer.stdin.flush()
@@ -191,3 +192,23 @@ def test_ctrl_c_flushes_and_prints_the_count(
     assert producer.returncode == 130, err
     assert f"produced 5 records to {topic} (0 failed) from 5 lines" in out
     assert "interrupted" in err
+
+
+def test_ctrl_c_on_the_load_generator_prints_what_was_sent(
+    cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    topic = make_topic(partitions=1)
+    producer = start_cli(
+        cluster, "produce", "--topic", topic, "--rate", "50", "--duration", "60", "--json"
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # some records are out
+        if sum(r.records for r in topic_ranges(cluster.conf, topic)) >= 20:
+            break
+        time.sleep(0.3)
+    producer.send_signal(signal.SIGINT)
+    out, err = producer.communicate(timeout=30)
+    assert producer.returncode == 130, err
+    doc = json.loads(out)
+    assert doc["interrupted"] is True and doc["failed"] == 0
+    assert doc["produced"] == sum(r.records for r in topic_ranges(cluster.conf, topic)) >= 20

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lagless.engine import Record, run_engine
+from lagless.engine import Progress, Record, run_engine
 from lagless.kafka.admin import committed_offsets
 from tests.conftest import Cluster, run_cli
 from tests.integration.engine_helpers import (
@@ -58,12 +58,18 @@ def test_seconds_is_the_processing_span_beside_join_and_wall(
     produce_jobs(cluster.conf, topic, 300, sleep_ms=(1, 2))
     config = engine_config(topic, group, ordering="unordered", max_in_flight=4, until_idle_s=1.0)
     begun = time.monotonic()
-    summary = run_engine(cluster.conf, config, lambda r: time.sleep(0.002))
+    seen: list[Progress] = []
+    summary = run_engine(cluster.conf, config, lambda r: time.sleep(0.002), on_progress=seen.append)
     wall = time.monotonic() - begun
     assert summary.processed == 300
     assert summary.join_s is not None and 0 < summary.join_s < summary.wall_s <= wall + 0.01
     assert 0 < summary.seconds <= summary.wall_s - summary.join_s - 1.0, summary
     assert summary.records_per_s == pytest.approx(300 / summary.seconds, rel=0.05)
+    live = [p for p in seen if p.processed == 300]
+    assert live, "a progress snapshot after the last record"
+    assert live[0].records_per_s > 300 / (live[0].seconds - summary.join_s), (
+        "the live rate counts from the first record received, not from the start"
+    )
     if cluster.embedded:  # Tansu holds the join for session.timeout.ms / 2 (3 s here)
         assert summary.join_s >= 2.0 and summary.seconds < summary.join_s
 

@@ -12,8 +12,8 @@ import pytest
 from lagless.engine import run_engine
 from lagless.errors import LaglessError
 from lagless.kafka.admin import committed_offsets
-from tests.conftest import Cluster
-from tests.integration.engine_helpers import engine_config, produce_jobs
+from tests.conftest import Cluster, run_cli
+from tests.integration.engine_helpers import GROUP_FLAGS, REPO, engine_config, produce_jobs
 from tests.integration.engine_helpers.hostile import die, fail, hang
 
 pytestmark = pytest.mark.integration
@@ -63,3 +63,20 @@ def test_a_dead_worker_process_fails_the_run_with_the_record_coordinates(
     with pytest.raises(LaglessError, match=rf"{topic}\[0\]@3.*process died"):
         run_engine(cluster.conf, config, die)
     assert committed_offsets(cluster.conf, group, [topic]).get((topic, 0), 0) == 3
+
+
+def test_a_dead_worker_process_is_one_line_on_the_command_line(
+    cluster: Cluster, make_topic: Callable[..., str], group: str
+) -> None:
+    topic = make_topic(partitions=1)
+    produce_jobs(cluster.conf, topic, 10)
+    result = run_cli(
+        "consume", "--topic", topic, "--group", group, "--handler",
+        "tests.integration.engine_helpers.hostile:die", "--processes", "1",
+        "--max-in-flight", "1", "--on-failure", "stop", *GROUP_FLAGS,
+        cluster=cluster, cwd=REPO,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert f"{topic}[0]@3" in result.stderr and "process died" in result.stderr

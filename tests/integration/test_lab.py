@@ -13,7 +13,10 @@ from tests.conftest import Cluster, run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-TINY = ["--instances", "2", "--partitions", "4", "--rate", "200", "--warmup", "2", "--json"]
+TINY = [
+    "--instances", "2", "--partitions", "4", "--rate", "200", "--warmup", "2", "--min-ready", "1",
+    "--json",
+]  # fmt: skip
 SCENARIO_KEYS = {
     "scenario", "topic", "group", "settings", "supported", "rebalances", "rebalance_s",
     "max_unconsumed_s", "max_lag_records", "max_lag_s", "e2e_ms", "lost", "duplicated",

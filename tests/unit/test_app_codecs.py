@@ -3,6 +3,8 @@ handler registration: pure logic."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ from pydantic import BaseModel
 import lagless
 from lagless.app.codecs import decoder, encode
 from lagless.app.outputs import Outgoing, outgoing
+from lagless.config import KafkaSettings
 from lagless.errors import ConfigError
 
 RECORD = lagless.Record("in", 2, 7, b"k1", b"v", 1, ())
@@ -81,12 +84,13 @@ def test_encode(obj: object, expected: bytes | None) -> None:
 
 def test_return_values_become_output_records() -> None:
     assert outgoing(None, RECORD, "out") == []
+    assert outgoing(lagless.Out(), RECORD, "out") == [Outgoing("out", b"k1", None, [])]
     assert outgoing("v", RECORD, "out") == [Outgoing("out", b"k1", b"v", [])]
     assert outgoing(Point(x=1, y=2), RECORD, "out") == [
         Outgoing("out", b"k1", b'{"x":1,"y":2}', [])
     ]
     many = outgoing(
-        [lagless.Out("a", key=None), lagless.Out(b"b", key="k2", topic="other", headers={"h": "1"}),
+        [lagless.Out(None, "a"), lagless.Out("k2", b"b", {"h": "1"}, "other"),
          None, {"c": 3}],
         RECORD, "out",
     )  # fmt: skip
@@ -151,3 +155,33 @@ def test_registration_errors() -> None:
         lagless.App(group="g").engine_configs()
     with pytest.raises(ConfigError, match="group"):
         lagless.App(group="")
+
+
+def test_schema_registry_without_its_extra_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lagless.app import registry
+
+    monkeypatch.setitem(sys.modules, "confluent_kafka.schema_registry", None)  # not installed
+    with pytest.raises(
+        ConfigError, match=r"needs its extra \(pip install 'lagless\[schemaregistry\]'\)"
+    ):
+        registry.avro("http://registry:8081")
+
+
+def test_app_settings_explicit_flags_env_and_toml(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("LAGLESS_CONFIG", raising=False)
+    monkeypatch.setenv("LAGLESS_BOOTSTRAP", "env-host:9092")
+    toml = tmp_path / "kafka.toml"
+    toml.write_text('[kafka]\nbootstrap = "toml-host:9092"\nclient_id = "from-toml"\n')
+    assert lagless.App(group="g").settings().bootstrap == "env-host:9092"
+    from_file = lagless.App(group="g", config_file=toml).settings()
+    assert (from_file.bootstrap, from_file.client_id) == ("env-host:9092", "from-toml")  # env wins
+    assert (
+        lagless.App(group="g", bootstrap="flag:1", config_file=toml).settings().bootstrap
+        == "flag:1"
+    )
+    explicit = KafkaSettings(bootstrap="explicit:2")
+    assert lagless.App(group="g", settings=explicit).settings() == explicit
+    monkeypatch.delenv("LAGLESS_BOOTSTRAP")
+    assert lagless.App(group="g", config_file=toml).settings().bootstrap == "toml-host:9092"

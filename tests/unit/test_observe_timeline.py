@@ -149,3 +149,29 @@ def test_short_runs_are_sampled_four_times_per_interval(tmp_path: Path) -> None:
     with Recorder(Metrics(), tmp_path, interval=0.4) as recorder:
         time.sleep(0.75)
     assert recorder.samples_written >= 5  # every 0.1 s in the first seconds, not 0.4 s
+
+
+def test_percentiles_are_exact_while_recording(tmp_path: Path) -> None:
+    m = Metrics()
+    for v in range(1, 101):  # nothing kept without a recorder
+        m.e2e_latency.labels("t").observe(v)
+    assert m.e2e_exact.drain() == ([], True)
+    recorder = Recorder(m, tmp_path, interval=60).start()
+    try:
+        for v in range(1, 101):  # 1..100 s: buckets 90..120 would interpolate p95, p99
+            m.e2e_latency.labels("t").observe(float(v))
+        sample = recorder.sample()
+    finally:
+        recorder.stop()
+    assert sample is not None and sample.e2e_exact
+    assert (sample.e2e_p50, sample.e2e_p95, sample.e2e_p99) == (50.0, 95.0, 99.0)
+    assert m.e2e_exact.enabled is False
+
+
+def test_without_exact_values_percentiles_come_from_buckets() -> None:
+    m = Metrics()
+    before = snapshot(m)
+    for v in range(1, 101):
+        m.e2e_latency.labels("t").observe(float(v))
+    sample = make_sample(snapshot(m), before, ts=1.0, seconds=1.0)
+    assert sample.e2e_exact is False and sample.e2e_p50 is not None

@@ -3,7 +3,8 @@
 Module map: ``app`` (the App and its handler registry), ``handlers`` (a user's function as an
 engine handler), ``codecs`` (typed keys and values), ``outputs`` (output records, produced and
 acknowledged before the input counts as done), ``runner`` (one engine per handler),
-``health`` (/healthz, /readyz, /metrics), ``signals``. See docs/app.md.
+``health`` (/healthz, /readyz, /metrics), ``signals``, ``registry`` (Schema Registry values,
+an extra). See docs/app.md.
 """
 
 from lagless.app.app import App

@@ -133,6 +133,8 @@ class App:
     def _start(self, metrics_port: int | None) -> Runner:
         if self._runner is not None:
             raise ConfigError("the app is already running")
+        if metrics_port is not None and not 0 < metrics_port < 65536:
+            raise ConfigError(f"metrics port {metrics_port} is not a port (1-65535)")
         configs = self.engine_configs()
         conf = self.settings().to_librdkafka()
         check_reachable(conf)

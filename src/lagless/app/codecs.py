@@ -54,7 +54,7 @@ def _json(data: bytes | None) -> Any:
         raise DecodeError(f"not JSON: {exc}") from None
 
 
-def _one_line(exc: ValidationError) -> str:
+def one_line(exc: ValidationError) -> str:
     """The first validation error as ``field: message`` (+ how many more)."""
     errors = exc.errors()
     first = errors[0]
@@ -70,7 +70,7 @@ def _model(cls: type[BaseModel]) -> Decoder:
         try:
             return cls.model_validate_json(data)
         except ValidationError as exc:
-            raise DecodeError(f"not a valid {cls.__name__}: {_one_line(exc)}") from None
+            raise DecodeError(f"not a valid {cls.__name__}: {one_line(exc)}") from None
 
     return decode
 
@@ -84,7 +84,7 @@ def _custom(func: Callable[[bytes | None], Any]) -> Decoder:
         except DecodeError:
             raise
         except ValidationError as exc:
-            raise DecodeError(f"{name}: {_one_line(exc)}") from None
+            raise DecodeError(f"{name}: {one_line(exc)}") from None
         except Exception as exc:
             raise DecodeError(f"{name}: {type(exc).__name__}: {exc}") from None
 

@@ -17,6 +17,7 @@ finished (committable) only after its handler returned: at-least-once end to end
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,10 +45,12 @@ Headers = Mapping[str, HeaderValue] | Sequence[tuple[str, HeaderValue]]
 
 @dataclass(frozen=True, slots=True)
 class Out:
-    """One output record; ``topic=None`` means the handler's ``output`` topic."""
+    """One output record: ``Out(key, value, headers, topic)``. ``key`` defaults to the input
+    record's key (``None`` writes a keyless record), ``value`` to None (a null: a tombstone on a
+    compacted topic), ``topic`` to the handler's ``output`` topic."""
 
-    value: object
     key: object = INPUT_KEY
+    value: object = None
     headers: Headers | None = None
     topic: str | None = None
 
@@ -75,7 +78,7 @@ def outgoing(result: object, record: Record, default_topic: str | None) -> list[
     for item in items:
         if item is None:
             continue
-        one = item if isinstance(item, Out) else Out(item)
+        one = item if isinstance(item, Out) else Out(value=item)
         topic = one.topic or default_topic
         if topic is None:
             raise ConfigError(
@@ -165,7 +168,8 @@ class OutputProducer:
         future: asyncio.Future[list[str]] = loop.create_future()
 
         def finished(errs: list[str]) -> None:
-            loop.call_soon_threadsafe(_settle, future, errs)
+            with contextlib.suppress(RuntimeError):  # the engine closed its loop (task cancelled)
+                loop.call_soon_threadsafe(_settle, future, errs)
 
         self._produce(records, _Pending(len(records), finished))
         _raise_for(await future, len(records), where)

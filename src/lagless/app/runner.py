@@ -41,7 +41,9 @@ class Runner:
         self.stop_event = threading.Event()
         self._engines: dict[str, Engine] = {}
         self._running: dict[str, bool] = {s.name: False for s in specs}
-        self.metrics = {s.name: Metrics() for s in specs}
+        self.metrics = {
+            s.name: Metrics(group=c.group) for s, c in zip(specs, configs, strict=True)
+        }
         self.summaries: dict[str, RunSummary] = {}
         self._errors: list[BaseException] = []
         self._threads: list[threading.Thread] = []
@@ -67,7 +69,7 @@ class Runner:
                 )
                 self._threads.append(thread)
             if self._metrics_port is not None:
-                registries = {name: m.registry for name, m in self.metrics.items()}
+                registries = {name: m.exposed() for name, m in self.metrics.items()}
                 self._server = serve(self._metrics_port, self.health, registries)
         except BaseException:
             self._close()

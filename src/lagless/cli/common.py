@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,6 +86,17 @@ def given(ctx: typer.Context, name: str) -> bool:
     """Whether the user gave option ``name`` (by flag or variable), not just its default."""
     source = ctx.get_parameter_source(name)
     return source is not None and source.name != "DEFAULT"
+
+
+@contextlib.contextmanager
+def ctrl_c_sets(stop: threading.Event) -> Iterator[threading.Event]:
+    """While inside, Ctrl-C (SIGINT) sets ``stop`` instead of raising KeyboardInterrupt in the
+    middle of a client call (confluent-kafka's ``poll`` can fail with a SystemError then)."""
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def print_json(obj: Any) -> None:

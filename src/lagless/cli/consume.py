@@ -161,6 +161,8 @@ def consume(
         raise ConfigError(f"--group-protocol {group_protocol!r}: choose classic or consumer")
     if remote_assignor not in (None, "uniform", "range"):
         raise ConfigError(f"--remote-assignor {remote_assignor!r}: choose uniform or range")
+    if remote_assignor is not None and group_protocol != "consumer":
+        raise ConfigError("--remote-assignor applies only with --group-protocol consumer")
     if offset_reset not in ("earliest", "latest"):
         raise ConfigError(f"--offset-reset {offset_reset!r}: choose earliest or latest")
     if metrics_port is not None and not 0 < metrics_port < 65536:

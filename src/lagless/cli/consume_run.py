@@ -77,11 +77,10 @@ def progress_line(enabled: bool) -> Iterator[ProgressFn | None]:
         task = bar.add_task("joining the group")
 
         def show(p: Progress) -> None:
-            rate = p.processed / p.seconds if p.seconds else 0.0
             bar.update(
                 task,
                 description=(
-                    f"{p.processed} processed ({rate:.0f}/s), {p.in_flight} in flight, "
+                    f"{p.processed} processed ({p.records_per_s:.0f}/s), {p.in_flight} in flight, "
                     f"{p.dlq} dlq, lag {p.lag_records}, {p.assigned} partitions, "
                     f"{p.paused} paused"
                 ),

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.progress import Progress
 
-from lagless.cli.common import given, interactive, kafka_conf, note, out_console, print_json
+from lagless.cli.common import (
+    ctrl_c_sets,
+    given,
+    interactive,
+    kafka_conf,
+    note,
+    out_console,
+    print_json,
+)
 from lagless.errors import ConfigError
-from lagless.produce.lines import LineFormat, LinesResult, produce_lines
+from lagless.produce.lines import LineFormat, LinesResult, produce_lines, read_aside
 from lagless.produce.producer import ProduceResult, check_load_args, run_load
 from lagless.produce.profiles import Profile
 from lagless.produce.workloads import Workload, WorkloadSpec, generate, parse_sleep_range
@@ -65,23 +74,20 @@ def produce(
     total = count if count is not None else int((rate or 0) * (duration or 0))
     records = generate(spec)
     result: ProduceResult
-    if interactive() and not as_json:
-        with Progress(console=out_console, transient=True) as bar:
-            task = bar.add_task(f"producing to {topic}", total=total)
+    with ctrl_c_sets(threading.Event()) as stop:
+        if interactive() and not as_json:
+            with Progress(console=out_console, transient=True) as bar:
+                task = bar.add_task(f"producing to {topic}", total=total)
+                result = run_load(
+                    conf, topic, records, count=count, rate=rate, duration=duration,
+                    profile=profile, on_progress=lambda n: bar.update(task, completed=n),
+                    stop=stop,
+                )  # fmt: skip
+        else:
             result = run_load(
-                conf,
-                topic,
-                records,
-                count=count,
-                rate=rate,
-                duration=duration,
-                profile=profile,
-                on_progress=lambda n: bar.update(task, completed=n),
-            )
-    else:
-        result = run_load(
-            conf, topic, records, count=count, rate=rate, duration=duration, profile=profile
-        )
+                conf, topic, records, count=count, rate=rate, duration=duration,
+                profile=profile, stop=stop,
+            )  # fmt: skip
     if as_json:
         print_json(result.to_json())
     else:
@@ -91,8 +97,7 @@ def produce(
         )
         if result.first_error:
             out_console.print(f"first failure: {result.first_error}")
-    if result.failed:
-        raise typer.Exit(1)
+    exit_for(result)
 
 
 WORKLOAD_OPTIONS = (
@@ -112,19 +117,20 @@ def produce_from(
     if source != "-" and not Path(source).is_file():
         raise ConfigError(f"--from {source}: no such file")
     conf = kafka_conf(ctx)
-    if source == "-":
-        done = produce_lines(conf, topic, sys.stdin, fmt, profile)
-    else:
-        with Path(source).open(encoding="utf-8", newline="\n") as handle:
-            done = produce_lines(conf, topic, handle, fmt, profile)
+    with ctrl_c_sets(threading.Event()) as stop:
+        if source == "-":
+            lines = read_aside(sys.stdin, stop)
+            done = produce_lines(conf, topic, lines, fmt, profile, stop=stop)
+        else:
+            with Path(source).open(encoding="utf-8", newline="\n") as handle:
+                done = produce_lines(conf, topic, handle, fmt, profile, stop=stop)
     report_lines(done, topic, as_json)
 
 
 def report_lines(done: LinesResult, topic: str, as_json: bool) -> None:
     result = done.result
     if as_json:
-        print_json({**result.to_json(), "lines": done.lines, "stopped": done.stopped,
-                    "interrupted": done.interrupted})  # fmt: skip
+        print_json({**result.to_json(), "lines": done.lines, "stopped": done.stopped})
     else:
         out_console.print(
             f"produced {result.produced} records to {topic} ({result.failed} failed) "
@@ -135,7 +141,12 @@ def report_lines(done: LinesResult, topic: str, as_json: bool) -> None:
     if done.stopped:
         note(f"stopped at {done.stopped}; nothing after it was sent")
         raise typer.Exit(2)
-    if done.interrupted:
+    exit_for(result)
+
+
+def exit_for(result: ProduceResult) -> None:
+    """Exit 130 after Ctrl-C (the count is printed), 1 when a delivery failed."""
+    if result.interrupted:
         note("interrupted: what was sent before is flushed and counted above")
         raise typer.Exit(130)
     if result.failed:

@@ -93,8 +93,6 @@ def run(
     ] = False,
 ) -> None:
     """Run a lagless.App; consume options given here override every handler's."""
-    if metrics_port is not None and not 0 < metrics_port < 65536:
-        raise ConfigError(f"--metrics-port {metrics_port} is not a port")
     app = load_app(target)
     overrides: dict[str, Any] = {
         "group": group,

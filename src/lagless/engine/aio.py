@@ -18,7 +18,6 @@ import inspect
 import logging
 import threading
 from collections import deque
-from collections.abc import Awaitable, Callable
 from queue import SimpleQueue
 
 from lagless.engine.handlers import Handler
@@ -28,7 +27,7 @@ from lagless.engine.workers import Completion
 
 log = logging.getLogger(__name__)
 
-AsyncHandler = Callable[[Record], Awaitable[object]]
+CANCEL_GRACE_S = 0.2  # at close, even "at once": a loop turn for the cancellations to land
 
 
 def is_async(handler: Handler) -> bool:
@@ -115,13 +114,16 @@ class AsyncWorkers:
         incoming = self._incoming
         while incoming:
             record, epoch = incoming.popleft()
-            task = self._loop.create_task(self._one(record, epoch))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._tasks.add(self._loop.create_task(self._one(record, epoch)))
 
     async def _one(self, record: Record, epoch: int) -> None:
-        outcome = await execute_async(self._handler, record, self._policy, self._stopping)
-        self._completions.put(Completion(record, epoch, outcome))
+        try:
+            outcome = await execute_async(self._handler, record, self._policy, self._stopping)
+            self._completions.put(Completion(record, epoch, outcome))
+        finally:  # cheaper than a done callback (one loop turn less per record)
+            task = asyncio.current_task()
+            if task is not None:
+                self._tasks.discard(task)
 
     def abort(self) -> None:
         """Cut retry backoffs short (the engine is stopping)."""
@@ -133,7 +135,7 @@ class AsyncWorkers:
         if self._loop.is_closed():
             return
         self._loop.call_soon_threadsafe(self._cancel_all)
-        self._thread.join(timeout=max(0.0, timeout))
+        self._thread.join(timeout=max(CANCEL_GRACE_S, timeout))
         if self._thread.is_alive():
             log.warning("async handlers ignored cancellation for %.1f s; left running", timeout)
             return

@@ -58,6 +58,7 @@ class EngineCore:
         self._events = events
         self._ledger = ledger
         self._ready_emitted = False
+        self._never_assigned_warned = False
         self._conf = dict(conf)
         self._handler = handler
         self.metrics = metrics or Metrics(group=config.group)

@@ -18,7 +18,8 @@ class Progress:
     paused: int
     assigned: int
     lag_records: int
-    seconds: float
+    seconds: float  # since the run started (group join included)
+    records_per_s: float = 0.0  # processed / time since the first record received (Timing)
 
 
 @dataclass(frozen=True)

@@ -163,8 +163,7 @@ class ProcessWorkers:
             self._completions.put(Completion(record, epoch, fut.result()))
         elif self._closing:  # terminated at close: abandoned, the next owner re-runs it
             self._completions.put(Completion(record, epoch, None))
-        else:
-            log.error("worker process failed on %s: %s", record.coordinates, _pool_error(exc))
+        else:  # the run fails with this, one line naming the record
             self._completions.put(Completion(record, epoch, None, fatal=_pool_error(exc)))
 
     def abort(self) -> None:

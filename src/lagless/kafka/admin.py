@@ -21,6 +21,17 @@ def admin_client(conf: Mapping[str, Any]) -> AdminClient:
     return make_admin(conf)
 
 
+def result_of(future: Any, what: str, timeout: float) -> Any:
+    """The result of an admin future; a KafkaException or a timeout becomes one ClusterError
+    line: ``cannot {what}: {reason}``."""
+    try:
+        return future.result(timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterError(f"cannot {what}: {exc.args[0].str()}") from None
+    except TimeoutError:
+        raise ClusterError(f"cannot {what}: no answer within {timeout:.0f} s") from None
+
+
 def check_reachable(conf: Mapping[str, Any], timeout: float = 5.0) -> None:
     """Raise ClusterError with one line if the cluster does not answer within ``timeout``."""
     try:

@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import ConsumerGroupState, KafkaException
+from confluent_kafka import ConsumerGroupState
 
-from lagless.errors import ClusterError, LaglessError
+from lagless.errors import LaglessError
+from lagless.kafka.admin import result_of
 from lagless.kafka.clients import make_admin
 from lagless.kafka.offsets import PartitionKey
 
@@ -78,10 +79,7 @@ def group_ids(conf: Mapping[str, Any], timeout: float = 10.0) -> list[str]:
     """Every consumer group the cluster lists, sorted."""
     admin = make_admin(conf)  # kept referenced: a collected client never completes its futures
     future = admin.list_consumer_groups(request_timeout=timeout)
-    try:
-        result = future.result(timeout=timeout)
-    except KafkaException as exc:
-        raise ClusterError(f"cannot list consumer groups: {exc.args[0].str()}") from None
+    result = result_of(future, "list consumer groups", timeout)
     return sorted(g.group_id for g in result.valid)
 
 
@@ -96,10 +94,7 @@ def describe_groups(
     futures = admin.describe_consumer_groups(groups, request_timeout=timeout)
     out = []
     for group in groups:
-        try:
-            desc = futures[group].result(timeout=timeout)
-        except KafkaException as exc:
-            raise ClusterError(f"cannot describe group {group!r}: {exc.args[0].str()}") from None
+        desc = result_of(futures[group], f"describe group {group!r}", timeout)
         members = tuple(
             Member(
                 m.member_id,
@@ -128,7 +123,4 @@ def delete_group(conf: Mapping[str, Any], group: str, timeout: float = 10.0) -> 
         )
     admin = make_admin(conf)
     future = admin.delete_consumer_groups([group], request_timeout=timeout)[group]
-    try:
-        future.result(timeout=timeout)
-    except KafkaException as exc:
-        raise ClusterError(f"cannot delete group {group!r}: {exc.args[0].str()}") from None
+    result_of(future, f"delete group {group!r}", timeout)

@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from lagless.errors import ClusterError
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.offsets import OffsetProbe, PartitionKey, probe_conf
-from lagless.kafka.records import coordinates, timestamp_ms
+from lagless.kafka.records import coordinates, data_only, timestamp_ms
 
 
 def scan(
@@ -42,12 +42,7 @@ def scan(
         while todo:
             if time.monotonic() > deadline:
                 raise ClusterError(f"no answer within {timeout:.0f} s reading {sorted(todo)}")
-            for msg in consumer.consume(500, timeout=0.5):
-                err = msg.error()
-                if err is not None:
-                    if err.code() != KafkaError._PARTITION_EOF and not err.retriable():
-                        raise ClusterError(f"cannot fetch {msg.topic()}[{msg.partition()}]: {err}")
-                    continue
+            for msg in data_only(consumer.consume(500, timeout=0.5)):
                 where = coordinates(msg)
                 key = (where.topic, where.partition)
                 if key not in todo or where.offset < todo[key]:

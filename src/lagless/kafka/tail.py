@@ -8,12 +8,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaException, Message, TopicPartition
 
 from lagless.errors import ClusterError, ConfigError
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.offsets import OffsetProbe, PartitionKey, probe_conf
-from lagless.kafka.records import coordinates
+from lagless.kafka.records import coordinates, data_only
 from lagless.kafka.reset import parse_time
 from lagless.kafka.seek import offsets_at_time
 
@@ -70,12 +70,7 @@ def tail(conf: Mapping[str, Any], spec: TailSpec, poll: float = 0.5) -> Iterator
     sent = 0
     try:
         while todo:
-            for msg in consumer.consume(500, timeout=poll):
-                err = msg.error()
-                if err is not None:
-                    if err.code() != KafkaError._PARTITION_EOF and not err.retriable():
-                        raise ClusterError(f"cannot read {msg.topic()}[{msg.partition()}]: {err}")
-                    continue
+            for msg in data_only(consumer.consume(500, timeout=poll)):
                 where = coordinates(msg)
                 key = (where.topic, where.partition)
                 if key not in todo:

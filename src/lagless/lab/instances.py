@@ -65,7 +65,9 @@ class Instance:
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     stop_sent_at: float | None = None
+    exited_at: float | None = None  # when the lab first saw the process gone
     ever_ready: bool = False
+    ready_since: float | None = None  # monotonic: ready without a break since
 
     @property
     def name(self) -> str:
@@ -105,14 +107,28 @@ class Instance:
         return doc
 
     def ready(self) -> bool:
+        """Its ``/readyz`` says ready now."""
         doc = self.probe()
         ok = bool(doc and doc.get("ready"))
         self.ever_ready = self.ever_ready or ok
+        if not ok:
+            self.ready_since = None
+        elif self.ready_since is None:
+            self.ready_since = time.monotonic()
         return ok
+
+    def available(self, min_ready_s: float) -> bool:
+        """Ready without a break for ``min_ready_s`` (a Deployment's minReadySeconds)."""
+        if not self.ready() or self.ready_since is None:
+            return False
+        return time.monotonic() - self.ready_since >= min_ready_s
 
     @property
     def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        alive = self.proc is not None and self.proc.poll() is None
+        if not alive and self.exited_at is None and self.proc is not None:
+            self.exited_at = time.time()
+        return alive
 
     def stop(self) -> None:
         """Ask it to stop (SIGTERM: drain, commit, then leave or not per its flags)."""
@@ -133,11 +149,15 @@ class Instance:
             return None
 
     def failure(self) -> str | None:
-        """Why it exited badly (its last stderr line), None while fine."""
+        """Why it exited badly (a signal, or its last stderr line), None while fine."""
         if self.proc is None or self.proc.poll() in (None, 0):
             return None
+        code = self.proc.returncode
+        if code < 0:
+            return f"{self.name} was killed by signal {-code} ({signal.Signals(-code).name})"
         lines = (self.directory / "stderr.log").read_text(errors="replace").strip().splitlines()
-        return f"{self.name} exited {self.proc.returncode}: {lines[-1] if lines else ''}"
+        last = lines[-1] if lines else "no message"
+        return f"{self.name} exited with code {code}: {last}"
 
     def events(self) -> list[InstanceEvent]:
         return read_events(self.directory / EVENTS_FILE)

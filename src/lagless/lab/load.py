@@ -77,9 +77,11 @@ class Load:
         for sent, record in enumerate(generate(self._spec)):
             if self._stop.is_set():
                 return
-            wait = started + sent / self.rate - time.monotonic()
-            if wait > 0:
+            due = started + sent / self.rate
+            while (wait := due - time.monotonic()) > 0:  # poll returns at each delivery report
                 self._producer.poll(wait)
+                if self._stop.is_set():
+                    return
             now_ms = int(time.time() * 1000)  # the record's timestamp: set here, known here
             while True:
                 try:

@@ -98,6 +98,8 @@ def summary_table(reports: Sequence[ScenarioReport]) -> str:
             f'<tr><td><a href="#{slug(r.scenario)}">{escape(r.scenario)}</a></td>{cells}</tr>'
         )
         note = r.note or ("" if r.supported else NOT_SUPPORTED)
+        if r.failed is not None:
+            note = f"FAILED: {r.failed}" + (f"; {note}" if note else "")
         if note:
             notes.append(f"<li>{escape(r.scenario)}: {escape(note)}</li>")
     listed = f"<ul class=note>{''.join(notes)}</ul>" if notes else ""
@@ -161,6 +163,10 @@ def scenario_section(report: ScenarioReport, data: ScenarioData | None) -> str:
         )
         + "</p>"
     )
+    if report.failed is not None:
+        parts.append(
+            f"<p class=note>FAILED (the figures below are partial): {escape(report.failed)}</p>"
+        )
     if not report.supported:
         parts.append(f"<p class=note>{escape(not_supported(report.note))}</p>")
     elif report.note:

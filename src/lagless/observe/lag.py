@@ -10,7 +10,9 @@ position (the first one not committed), fetched once per lagging partition; 0 wh
 lag.
 
 Which partitions: every partition of ``--topic``, or of every topic the group has committed
-offsets for. A group with no committed offsets that the cluster does not list is unknown.
+offsets for or is assigned. A group with no committed offsets, no members joining (DescribeGroups
+neither Empty nor Dead) and that the cluster does not list is unknown; one whose members joined
+but never committed exists (Tansu lists a group only after its first commit).
 """
 
 from __future__ import annotations

@@ -130,6 +130,11 @@ def fmt(value: float | None, unit: str = "") -> str:
     return f"{value:.3g}{unit}"
 
 
+def backlog(samples: Sequence[Sample]) -> float:
+    """The lag when the consumer first reported one: what waited when the run began."""
+    return next((s.lag_records for s in samples if s.lag_records or s.processed), 0.0)
+
+
 def summary(samples: Sequence[Sample]) -> list[tuple[str, str]]:
     """The rows of the summary table (label, value)."""
     last = samples[-1]
@@ -149,6 +154,7 @@ def summary(samples: Sequence[Sample]) -> list[tuple[str, str]]:
         ("records processed", fmt(done)),
         ("throughput, mean", fmt(done / duration, " records/s")),
         ("throughput, best interval", fmt(max(s.throughput for s in samples), " records/s")),
+        ("lag (records) at start: the backlog found", fmt(backlog(samples))),
         ("lag (records), max / at end", f"{fmt(max(s.lag_records for s in samples))} / "
          f"{fmt(last.lag_records)}"),
         ("lag (seconds), max / at end", f"{fmt(max(s.lag_seconds for s in samples), ' s')} / "
@@ -171,11 +177,14 @@ def summary(samples: Sequence[Sample]) -> list[tuple[str, str]]:
     ]  # fmt: skip
     if last.batches:
         rows.append(("Spark micro-batches", fmt(last.batches)))
+        durations = [s.batch_seconds for s in samples if s.batch_seconds]
+        rows.append(("micro-batch duration, max", fmt(max(durations, default=None), " s")))
     return rows
 
 
 def charts(samples: Sequence[Sample]) -> list[str]:
-    """Every plot as an SVG element, in :data:`PLOT_IDS` order."""
+    """Every plot as an SVG element, in :data:`PLOT_IDS` order (plus the micro-batch plot of
+    a Spark run)."""
     t0 = run_start(samples)
     xs = [s.ts - t0 for s in samples]
     x_max = max(xs[-1], 1.0)
@@ -207,6 +216,9 @@ def charts(samples: Sequence[Sample]) -> list[str]:
               ("paused", [s.paused for s in samples])),
         chart("plot-dlq", "Records dead-lettered", "records/s",
               ("to the DLQ", [s.dlq_rate for s in samples])),
+        *([chart("plot-batches", "Spark micro-batch duration (last batch)", "seconds",
+                 ("batch", [s.batch_seconds or None for s in samples]))]
+          if any(s.batches for s in samples) else []),
         render_events("plot-rebalances", "Rebalance events", marks, x_max),
     ]  # fmt: skip
 

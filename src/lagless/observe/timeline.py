@@ -21,7 +21,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -29,6 +29,7 @@ from typing import IO
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lagless.errors import LaglessError
+from lagless.observe.exact import exact_quantile
 from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ class Sample(BaseModel):
     e2e_p50: float | None = None
     e2e_p95: float | None = None
     e2e_p99: float | None = None
+    e2e_exact: bool = False
     in_flight: float = 0.0
     paused: float = 0.0
     pause_events: float = 0.0
@@ -87,6 +89,7 @@ class Sample(BaseModel):
     dlq_rate: float = 0.0
     oldest_unfinished_seconds: float = 0.0
     batches: float = 0.0
+    batch_seconds: float = 0.0
     lag_partitions: dict[str, float] = {}
     events: list[RebalanceEvent] = []
 
@@ -105,6 +108,7 @@ class Snapshot:
     dlq: float = 0.0
     oldest_unfinished: float = 0.0
     batches: float = 0.0
+    batch_seconds: float = 0.0
     assigned: float = 0.0
     revoked: float = 0.0
     lost: float = 0.0
@@ -134,6 +138,7 @@ _SUMS = {
 _MAXES = {
     "lagless_lag_seconds": "lag_seconds",
     "lagless_oldest_unfinished_age_seconds": "oldest_unfinished",
+    "lagless_batch_seconds": "batch_seconds",
 }
 
 
@@ -221,10 +226,23 @@ def rebalance_event(now: Snapshot, before: Snapshot) -> RebalanceEvent | None:
     return event if moved else None
 
 
-def make_sample(now: Snapshot, before: Snapshot, ts: float, seconds: float) -> Sample:
-    """The sample for the interval between ``before`` and ``now`` (``seconds`` long)."""
-    delta = bucket_delta(now.e2e_buckets, before.e2e_buckets)
-    p50, p95, p99 = (quantile(q, delta) for q in PERCENTILES)
+def make_sample(
+    now: Snapshot,
+    before: Snapshot,
+    ts: float,
+    seconds: float,
+    exact: Sequence[float] | None = None,
+) -> Sample:
+    """The sample for the interval between ``before`` and ``now`` (``seconds`` long).
+
+    ``exact``: every e2e latency observed in the interval, when all were kept; the
+    percentiles are then exact, else interpolated in the histogram's buckets."""
+    if exact:
+        ordered = sorted(exact)
+        p50, p95, p99 = (exact_quantile(q, ordered) for q in PERCENTILES)
+    else:
+        delta = bucket_delta(now.e2e_buckets, before.e2e_buckets)
+        p50, p95, p99 = (quantile(q, delta) for q in PERCENTILES)
     event = rebalance_event(now, before)
     return Sample(
         ts=round(ts, 3),
@@ -237,6 +255,7 @@ def make_sample(now: Snapshot, before: Snapshot, ts: float, seconds: float) -> S
         e2e_p50=None if p50 is None else round(p50, 6),
         e2e_p95=None if p95 is None else round(p95, 6),
         e2e_p99=None if p99 is None else round(p99, 6),
+        e2e_exact=bool(exact),
         in_flight=now.in_flight,
         paused=now.paused,
         pause_events=now.pause_events,
@@ -247,6 +266,7 @@ def make_sample(now: Snapshot, before: Snapshot, ts: float, seconds: float) -> S
         lag_partitions=dict(sorted(now.lags.items())),
         oldest_unfinished_seconds=round(now.oldest_unfinished, 6),
         batches=now.batches,
+        batch_seconds=now.batch_seconds,
         events=[event] if event is not None else [],
     )
 
@@ -292,6 +312,8 @@ class Recorder:
             raise LaglessError(f"cannot write the timeline to {self.path}: {exc}") from None
         self._last = snapshot(self.metrics)
         self._last_t = time.monotonic()
+        self.metrics.e2e_exact.drain()
+        self.metrics.e2e_exact.enabled = True
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="lagless-timeline", daemon=True)
         self._thread.start()
@@ -305,6 +327,8 @@ class Recorder:
         thread.join(timeout=max(5.0, 2 * self.interval))
         self._thread = None
         self.sample(final=True)
+        self.metrics.e2e_exact.enabled = False
+        self.metrics.e2e_exact.drain()
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -328,7 +352,9 @@ class Recorder:
         short = now_t - self._last_t < self.interval / 2
         if final and short and self.samples_written and now.processed == self._last.processed:
             return None
-        out = make_sample(now, self._last, time.time(), now_t - self._last_t)
+        values, complete = self.metrics.e2e_exact.drain()
+        exact = values if complete else None
+        out = make_sample(now, self._last, time.time(), now_t - self._last_t, exact)
         self._last, self._last_t = now, now_t
         try:
             self._file.write(out.model_dump_json(exclude_defaults=False) + "\n")

@@ -7,9 +7,10 @@ for a ``duration``; the result says how many records were delivered and how many
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, cast
 
 from confluent_kafka import KafkaError, Message
@@ -56,11 +57,14 @@ class ProduceResult:
     mb_per_s: float
     profile: str
     first_error: str | None = None
+    interrupted: bool = False  # stopped by Ctrl-C: the counts are what was sent until then
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         if out["first_error"] is None:
             del out["first_error"]
+        if not out["interrupted"]:
+            del out["interrupted"]  # said only when it happened
         return out
 
 
@@ -159,26 +163,36 @@ def run_load(
     profile: Profile | str = Profile.THROUGHPUT,
     on_progress: ProgressFn | None = None,
     flush_timeout: float = 120.0,
+    stop: threading.Event | None = None,
 ) -> ProduceResult:
-    """Produce ``count`` records, or ``rate`` records/s for ``duration`` seconds."""
+    """Produce ``count`` records, or ``rate`` records/s for ``duration`` seconds; ``stop``
+    (set by the CLI's Ctrl-C handler) ends it early: what was sent is flushed and counted."""
     check_load_args(count, rate, duration)
     producer = AccountedProducer(conf, profile)
     total = count if count is not None else int((rate or 0) * (duration or 0))
     started = time.monotonic()
     sent = 0
-    for record in records:
-        if sent >= total:
-            break
-        if rate is not None:
-            due = started + sent / rate
-            wait = due - time.monotonic()
-            if wait > 0:
-                producer.poll(wait)
-        producer.send(topic, record)
-        sent += 1
-        if on_progress is not None and sent % 1000 == 0:
-            on_progress(sent)
+    interrupted = False
+    halt = stop or threading.Event()
+    try:
+        for record in records:
+            if sent >= total:
+                break
+            if rate is not None:
+                due = started + sent / rate
+                while (wait := due - time.monotonic()) > 0 and not halt.is_set():
+                    producer.poll(min(wait, 0.1))  # short steps: a stop is seen at once
+            if halt.is_set():
+                interrupted = True
+                break
+            producer.send(topic, record)
+            sent += 1
+            if on_progress is not None and sent % 1000 == 0:
+                on_progress(sent)
+    except KeyboardInterrupt:  # Ctrl-C: what was sent is flushed and counted
+        interrupted = True
     producer.flush(flush_timeout)
     if on_progress is not None:
         on_progress(sent)
-    return producer.result(topic, sent, started)
+    result = producer.result(topic, sent, started)
+    return replace(result, interrupted=True) if interrupted else result

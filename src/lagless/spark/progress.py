@@ -224,6 +224,7 @@ class ProgressTracker:
             return None
         self._reported.add(batch_id)
         self.metrics.batches.inc()
+        self.metrics.batch_seconds.set(float(progress.batchDuration) / 1000.0)
         return BatchReport(
             batch_id=batch_id,
             input_rows=counts.rows(),
