@@ -1,24 +1,30 @@
-"""The record a handler receives: a frozen, picklable copy of a consumed message."""
+"""The record a handler receives: an immutable, picklable copy of a consumed message.
+
+A :class:`Record` is a named tuple (made once per record on the poll loop's hot path, where a
+frozen dataclass cost ~2 µs and a tuple ~0.2 µs): fields by name, immutable, hashable.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple, cast
 
 from confluent_kafka import Message
 
 from lagless.errors import RecordCoordinates
 from lagless.kafka.records import header_pairs, timestamp_ms
 
+_new = tuple.__new__
+Headers = tuple[tuple[str, bytes], ...]
 
-@dataclass(frozen=True, slots=True)
-class Record:
+
+class Record(NamedTuple):
     topic: str
     partition: int
     offset: int
     key: bytes | None
     value: bytes | None
     timestamp_ms: int | None
-    headers: tuple[tuple[str, bytes], ...] = field(default=())
+    headers: Headers = ()
 
     @property
     def coordinates(self) -> RecordCoordinates:
@@ -36,8 +42,17 @@ class Record:
         topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
         if topic is None or partition is None or offset is None:
             raise ValueError("message has no coordinates (not a consumed record)")
-        headers = tuple((k, v or b"") for k, v in header_pairs(msg))
-        return cls(
-            topic, partition, offset, msg.key(), msg.value(),
-            timestamp_ms(msg), headers,
-        )  # fmt: skip
+        raw = msg.headers()
+        headers: Headers = ()
+        if raw:
+            plain = type(raw) is list
+            if plain:
+                headers = cast(Headers, tuple(raw))
+                for _name, value in headers:
+                    if type(value) is not bytes:
+                        plain = False
+                        break
+            if not plain:  # a dict, None or str values: normalise (rare)
+                headers = tuple((k, v or b"") for k, v in header_pairs(msg))
+        fields = (topic, partition, offset, msg.key(), msg.value(), timestamp_ms(msg), headers)
+        return _new(cls, fields)

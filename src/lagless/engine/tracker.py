@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from enum import Enum
+from itertools import repeat
 
 from lagless.engine import offset_map
 
@@ -61,6 +62,25 @@ class PartitionTracker:
             return Arrival.DONE_BEFORE
         return Arrival.NEW
 
+    def receive_many(self, offsets: list[int], now: float) -> tuple[list[bool] | None, int]:
+        """Register fetched records (ascending offsets). Returns (None, 0) when all are new
+        (the common case: one extend), else (for each, whether to process it; how many were
+        completed by an earlier run and are skipped)."""
+        last = self._last_received
+        first = offsets[0]
+        if (
+            not self._earlier
+            and (last is None or first > last)
+            and (self._next is None or first >= self._next)
+        ):
+            self._window.extend(offsets)
+            self._since.extend(repeat(now, len(offsets)))
+            self._last_received = offsets[-1]
+            return None, 0
+        arrivals = [self.receive(offset, now) for offset in offsets]
+        fresh = [a is Arrival.NEW for a in arrivals]
+        return fresh, sum(a is Arrival.DONE_BEFORE for a in arrivals)
+
     def complete(self, offset: int) -> None:
         """Mark ``offset`` finished; the committable offset moves past finished records."""
         self._done.add(offset)
@@ -69,6 +89,29 @@ class PartitionTracker:
             first = window.popleft()
             self._since.popleft()
             self._done.discard(first)
+            self._next = first + 1
+
+    def complete_many(self, offsets: list[int]) -> None:
+        """Mark ``offsets`` (ascending) finished; a task's records usually are the window's
+        front in order, which pops them without touching the set of done offsets."""
+        window, since = self._window, self._since
+        index = 0
+        if not self._done:
+            count = len(offsets)
+            while index < count and window and window[0] == offsets[index]:
+                window.popleft()
+                since.popleft()
+                index += 1
+            if index:
+                self._next = offsets[index - 1] + 1
+            if index == count:
+                return
+        self._done.update(offsets[index:] if index else offsets)
+        done = self._done
+        while window and window[0] in done:
+            first = window.popleft()
+            since.popleft()
+            done.discard(first)
             self._next = first + 1
 
     def completed_above(self) -> list[int]:

@@ -28,11 +28,31 @@ docs/observability.md documents every metric, the timeline, ``lagless lag`` and 
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections import Counter as Tally
+from collections.abc import Sequence
+from typing import Any
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from lagless.errors import LaglessError
+
+
+def observe_many(histogram: Any, values: Sequence[float]) -> None:
+    """``histogram.observe(v)`` for every value, each bucket and the sum updated once.
+
+    ``histogram`` is a labelled child of a prometheus_client ``Histogram`` (its bucket upper
+    bounds ascend and end with +Inf, as ``observe`` itself relies on).
+    """
+    if not values:
+        return
+    bounds = histogram._upper_bounds
+    buckets = histogram._buckets
+    for index, count in Tally(bisect_left(bounds, v) for v in values).items():
+        buckets[min(index, len(buckets) - 1)].inc(count)
+    histogram._sum.inc(sum(values))
+
 
 LATENCY_BUCKETS = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
