@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -10,8 +11,20 @@ import typer
 from confluent_kafka import KafkaException
 from typer.exceptions import Abort, Exit, TyperException
 
-from lagless.cli import broker, consume, demo, lag, pipeline, plan, produce, report, topic
+from lagless.cli import (
+    broker,
+    consume,
+    demo,
+    lab,
+    lag,
+    pipeline,
+    plan,
+    produce,
+    report,
+    topic,
+)
 from lagless.cli.common import GlobalOptions, setup_logging
+from lagless.engine.poller import UNCLOSED
 from lagless.errors import ConfigError, LaglessError
 
 app = typer.Typer(
@@ -57,30 +70,46 @@ app.command("lag")(lag.lag)
 app.command("plan")(plan.plan)
 app.command("report")(report.report)
 app.command("demo")(demo.demo)
+app.add_typer(lab.app, name="lab")
 
 
 def main() -> None:
     """Entry point: runs the app; errors become one line on stderr and a non-zero exit."""
+    leave(run())
+
+
+def run() -> int:
+    """The app's exit code."""
     try:
         code = app(standalone_mode=False)
     except Exit as exc:
-        sys.exit(exc.exit_code)
+        return int(exc.exit_code)
     except Abort:
         sys.stderr.write("lagless: aborted\n")
-        sys.exit(130)
+        return 130
     except TyperException as exc:
         sys.stderr.write(f"lagless: error: {exc.format_message()}\n")
-        sys.exit(exc.exit_code)
+        return int(exc.exit_code)
     except ConfigError as exc:
         sys.stderr.write(f"lagless: error: {exc}\n")
-        sys.exit(2)
+        return 2
     except LaglessError as exc:
         sys.stderr.write(f"lagless: error: {exc}\n")
-        sys.exit(1)
+        return 1
     except KafkaException as exc:
         sys.stderr.write(f"lagless: kafka error: {exc.args[0]}\n")
-        sys.exit(1)
+        return 1
     except KeyboardInterrupt:
         sys.stderr.write("lagless: interrupted\n")
-        sys.exit(130)
-    sys.exit(code if isinstance(code, int) else 0)
+        return 130
+    return code if isinstance(code, int) else 0
+
+
+def leave(code: int) -> None:
+    """Exit with ``code``. A consumer kept open to stop without leaving its group
+    (``--no-leave-group``) must not be closed nor destroyed: exit without cleanup then."""
+    if UNCLOSED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import socket
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any, cast
+from typing import Annotated, cast
 
 import typer
 from rich.progress import Progress as Bar
@@ -16,16 +18,19 @@ from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from lagless.cli.common import interactive, kafka_conf, out_console, print_json
 from lagless.engine import (
+    Engine,
     EngineConfig,
-    Handler,
+    EventLog,
+    Ledger,
     OnFailure,
     Ordering,
     Progress,
     RunSummary,
     load_handler,
-    run_engine,
 )
-from lagless.engine.config import Assignor, OffsetReset
+from lagless.engine.config import OffsetReset
+from lagless.engine.core import ProgressFn
+from lagless.engine.events import EVENTS_FILE
 from lagless.errors import ConfigError
 from lagless.observe.metrics import Metrics
 
@@ -116,6 +121,28 @@ def consume(
     static_id: Annotated[
         str | None, typer.Option(help="group.instance.id (static membership)")
     ] = None,
+    group_protocol: Annotated[
+        str,
+        typer.Option(
+            help="classic, or consumer (KIP-848: the broker assigns; no --assignor, "
+            "--session-timeout-ms or --heartbeat-ms)"
+        ),
+    ] = "classic",
+    remote_assignor: Annotated[
+        str | None, typer.Option(help="with --group-protocol consumer: uniform or range")
+    ] = None,
+    leave_group: Annotated[
+        bool,
+        typer.Option(
+            help="leave the group when stopping (partitions move at once); --no-leave-group "
+            "exits without leaving: partitions wait for the session timeout"
+        ),
+    ] = True,
+    client_id: Annotated[str | None, typer.Option(help="client.id shown by the broker")] = None,
+    ledger: Annotated[
+        Path | None,
+        typer.Option(help="write one line per finished record to FILE (audit by lagless-id)"),
+    ] = None,
     session_timeout_ms: Annotated[int, typer.Option(help="session.timeout.ms")] = 10_000,
     heartbeat_ms: Annotated[int, typer.Option(help="heartbeat.interval.ms")] = 3000,
     max_poll_interval_ms: Annotated[int, typer.Option(help="max.poll.interval.ms")] = 300_000,
@@ -146,6 +173,10 @@ def consume(
         raise ConfigError(
             f"--assignor {assignor!r}: choose cooperative-sticky, range or roundrobin"
         )
+    if group_protocol not in ("classic", "consumer"):
+        raise ConfigError(f"--group-protocol {group_protocol!r}: choose classic or consumer")
+    if remote_assignor not in (None, "uniform", "range"):
+        raise ConfigError(f"--remote-assignor {remote_assignor!r}: choose uniform or range")
     if offset_reset not in ("earliest", "latest"):
         raise ConfigError(f"--offset-reset {offset_reset!r}: choose earliest or latest")
     if metrics_port is not None and not 0 < metrics_port < 65536:
@@ -156,8 +187,29 @@ def consume(
         )
     if dlq_topic is not None and on_failure is not None:
         raise ConfigError("--on-failure applies only without --dlq-topic")
+    classic = {
+        "assignor": assignor,
+        "session_timeout_ms": session_timeout_ms,
+        "heartbeat_interval_ms": heartbeat_ms,
+    }
+    if group_protocol == "consumer":
+        given = [
+            f"--{name.replace('_', '-')}"
+            for name in ("assignor", "session_timeout_ms", "heartbeat_ms")
+            if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") != "DEFAULT"
+        ]
+        if given:
+            raise ConfigError(
+                f"{', '.join(given)}: not with --group-protocol consumer (KIP-848 moves the "
+                "assignor and the session timeout to the broker)"
+            )
+        classic = {}
     config = EngineConfig.build(
         topics=tuple(topic),
+        group_protocol=group_protocol,
+        remote_assignor=remote_assignor,
+        leave_group_on_close=leave_group,
+        client_id=client_id,
         group=group,
         ordering=ordering,
         max_in_flight=max_in_flight,
@@ -174,10 +226,8 @@ def consume(
         until_idle_s=until_idle,
         commit_interval_s=commit_interval,
         commit_every=commit_every,
-        assignor=cast(Assignor, assignor),
         static_id=static_id,
-        session_timeout_ms=session_timeout_ms,
-        heartbeat_interval_ms=heartbeat_ms,
+        **classic,
         max_poll_interval_ms=max_poll_interval_ms,
         auto_offset_reset=cast(OffsetReset, offset_reset),
         revoke_budget_s=revoke_budget,
@@ -187,28 +237,36 @@ def consume(
     run_handler = load_handler(handler, batch=batch_size is not None)
     conf = kafka_conf(ctx)
     metrics = Metrics()
-    if metrics_port is not None:
-        metrics.serve(metrics_port)
     stop = threading.Event()
-    with stop_on_signals(stop), recording(metrics, record):
-        if interactive() and not as_json:
-            summary = run_with_progress(conf, config, run_handler, metrics, stop)
-        else:
-            summary = run_engine(conf, config, run_handler, metrics=metrics, stop=stop)
+    instance = client_id or static_id or f"{socket.gethostname()}-{os.getpid()}"
+    with contextlib.ExitStack() as stack:
+        events = None
+        if record is not None:
+            log_file = EventLog(record / EVENTS_FILE, instance)
+            events = stack.enter_context(contextlib.closing(log_file))
+        audit = stack.enter_context(contextlib.closing(Ledger(ledger))) if ledger else None
+        show = stack.enter_context(progress_line(interactive() and not as_json))
+        engine = Engine(
+            conf, config, run_handler, metrics=metrics, stop=stop, on_progress=show,
+            events=events, ledger=audit,
+        )  # fmt: skip
+        if metrics_port is not None:
+            metrics.serve(metrics_port, health=engine.health.status)
+        stack.enter_context(stop_on_signals(stop))
+        stack.enter_context(recording(metrics, record))
+        summary = engine.run()
     if as_json:
         print_json(summary.to_json())
     else:
         out_console.print(describe(summary))
 
 
-def run_with_progress(
-    conf: Mapping[str, Any],
-    config: EngineConfig,
-    run_handler: Handler,
-    metrics: Metrics,
-    stop: threading.Event,
-) -> RunSummary:
-    """The engine with a one-line live status on the terminal."""
+@contextlib.contextmanager
+def progress_line(enabled: bool) -> Iterator[ProgressFn | None]:
+    """A one-line live status on the terminal while the engine runs (None when disabled)."""
+    if not enabled:
+        yield None
+        return
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Bar(*columns, console=out_console, transient=True) as bar:
         task = bar.add_task("joining the group")
@@ -224,4 +282,4 @@ def run_with_progress(
                 ),
             )
 
-        return run_engine(conf, config, run_handler, metrics=metrics, stop=stop, on_progress=show)
+        yield show

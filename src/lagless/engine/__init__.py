@@ -41,7 +41,10 @@ from typing import Any
 
 from lagless.engine.backpressure import MessageRejected
 from lagless.engine.config import EngineConfig, OnFailure, Ordering
+from lagless.engine.events import EventKind, EventLog
 from lagless.engine.handlers import BatchHandler, DecodeError, Handler, load_handler
+from lagless.engine.health import Health, HealthStatus
+from lagless.engine.ledger import Ledger
 from lagless.engine.poller import Engine, ProgressFn
 from lagless.engine.record import Record
 from lagless.engine.summary import Latency, Progress, RunSummary
@@ -52,8 +55,13 @@ __all__ = [
     "DecodeError",
     "Engine",
     "EngineConfig",
+    "EventKind",
+    "EventLog",
     "Handler",
+    "Health",
+    "HealthStatus",
     "Latency",
+    "Ledger",
     "MessageRejected",
     "OnFailure",
     "Ordering",
@@ -72,7 +80,13 @@ def run_engine(
     metrics: Metrics | None = None,
     stop: threading.Event | None = None,
     on_progress: ProgressFn | None = None,
+    *,
+    events: EventLog | None = None,
+    ledger: Ledger | None = None,
 ) -> RunSummary:
     """Consume ``config.topics`` with ``handler`` until a stop condition; see the module doc."""
-    engine = Engine(conf, config, handler, metrics=metrics, stop=stop, on_progress=on_progress)
+    engine = Engine(
+        conf, config, handler, metrics=metrics, stop=stop, on_progress=on_progress,
+        events=events, ledger=ledger,
+    )  # fmt: skip
     return engine.run()

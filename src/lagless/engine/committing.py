@@ -38,6 +38,8 @@ class Committing(EngineCore):
             marks.append((state, (base, meta)))
         if not offsets:
             return
+        if self._ledger is not None:
+            self._ledger.flush()  # every committed record is in the ledger
         verify = self._metadata_kept is None and any(tp.metadata for tp in offsets)
         try:
             if sync or verify:

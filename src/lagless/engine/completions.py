@@ -136,6 +136,9 @@ class Completing(EngineCore):
             return
         state.tracker.complete_many([r.offset for r in records])
         self._count(state, kind, len(records))
+        if self._ledger is not None:
+            for record in records:
+                self._ledger.write(record, kind, finished_at)
         end_ms = finished_at * 1000.0
         ms = [end_ms - r.timestamp_ms for r in records if r.timestamp_ms is not None]
         if ms:

@@ -33,6 +33,11 @@ class OnFailure(StrEnum):
 
 Assignor = Literal["cooperative-sticky", "range", "roundrobin"]
 OffsetReset = Literal["earliest", "latest"]
+GroupProtocol = Literal["classic", "consumer"]
+RemoteAssignor = Literal["uniform", "range"]
+
+# the classic protocol's client-side settings, which KIP-848 moves to the broker
+CLASSIC_ONLY = ("assignor", "session_timeout_ms", "heartbeat_interval_ms")
 
 
 class EngineConfig(BaseModel):
@@ -65,8 +70,23 @@ class EngineConfig(BaseModel):
     on_failure: OnFailure | None = None
     commit_interval_s: float = Field(1.0, ge=0, description="commit at least this often")
     commit_every: int = Field(1000, ge=1, description="or after this many records finished")
+    group_protocol: GroupProtocol = Field(
+        "classic",
+        description="classic: client-side assignor, rebalances in rounds; consumer: KIP-848, "
+        "the broker assigns incrementally (assignor and session move to the broker)",
+    )
+    remote_assignor: RemoteAssignor | None = Field(
+        None, description="group.protocol=consumer only: the broker-side assignor"
+    )
     assignor: Assignor = "cooperative-sticky"
-    static_id: str | None = None
+    static_id: str | None = Field(None, min_length=1)
+    client_id: str | None = Field(None, min_length=1, description="client.id (shown by the broker)")
+    leave_group_on_close: bool = Field(
+        True,
+        description="send LeaveGroup when stopping (partitions move at once); False: stop "
+        "without leaving, as Kafka Streams does by default: the partitions wait for the "
+        "session timeout (the process must exit without closing the consumer)",
+    )
     session_timeout_ms: int = Field(10_000, ge=1000)
     heartbeat_interval_ms: int = Field(3000, ge=100)
     max_poll_interval_ms: int = Field(300_000, ge=1000)
@@ -106,6 +126,15 @@ class EngineConfig(BaseModel):
             )
         if self.retry_backoff_max_s < self.retry_backoff_s:
             raise ValueError("retry backoff max must be at least the initial backoff")
+        if self.group_protocol == "consumer":
+            chosen = [name for name in CLASSIC_ONLY if name in self.model_fields_set]
+            if chosen:
+                raise ValueError(
+                    f"{', '.join(chosen)}: not with group_protocol consumer (KIP-848 moves the "
+                    "assignor and the session timeout to the broker)"
+                )
+        elif self.remote_assignor is not None:
+            raise ValueError("remote_assignor applies only with group_protocol consumer")
         return self
 
     @classmethod
@@ -129,9 +158,6 @@ class EngineConfig(BaseModel):
                 "enable.auto.offset.store": False,
                 "enable.partition.eof": False,
                 "auto.offset.reset": self.auto_offset_reset,
-                "partition.assignment.strategy": self.assignor,
-                "session.timeout.ms": self.session_timeout_ms,
-                "heartbeat.interval.ms": self.heartbeat_interval_ms,
                 "max.poll.interval.ms": self.max_poll_interval_ms,
                 "fetch.queue.backoff.ms": self.fetch_queue_backoff_ms,
                 "fetch.wait.max.ms": self.fetch_wait_max_ms,
@@ -140,7 +166,17 @@ class EngineConfig(BaseModel):
                 "queued.min.messages": min(100_000, max(1000, 5 * self.max_pending)),
             }
         )
+        if self.group_protocol == "consumer":
+            out["group.protocol"] = "consumer"
+            if self.remote_assignor is not None:
+                out["group.remote.assignor"] = self.remote_assignor
+        else:
+            out["partition.assignment.strategy"] = self.assignor
+            out["session.timeout.ms"] = self.session_timeout_ms
+            out["heartbeat.interval.ms"] = self.heartbeat_interval_ms
         if self.static_id:
             out["group.instance.id"] = self.static_id
+        if self.client_id:
+            out["client.id"] = self.client_id
         out.update(self.consumer_overrides)
         return out

@@ -20,7 +20,10 @@ from lagless.engine.backpressure import FlowControl
 from lagless.engine.commit import CommitPolicy
 from lagless.engine.config import EngineConfig
 from lagless.engine.dlq import DeadLetterQueue
+from lagless.engine.events import EventKind, EventLog
 from lagless.engine.handlers import BatchHandler, Handler
+from lagless.engine.health import Health
+from lagless.engine.ledger import Ledger
 from lagless.engine.ordering import Dispatcher
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionKey, PartitionState
 from lagless.engine.summary import LatencyLog, Progress
@@ -46,8 +49,15 @@ class EngineCore:
         metrics: Metrics | None = None,
         stop: threading.Event | None = None,
         on_progress: ProgressFn | None = None,
+        *,
+        events: EventLog | None = None,
+        ledger: Ledger | None = None,
     ) -> None:
         self.config = config
+        self.health = Health()
+        self._events = events
+        self._ledger = ledger
+        self._ready_emitted = False
         self._conf = dict(conf)
         self._handler = handler
         self.metrics = metrics or Metrics()
@@ -94,6 +104,15 @@ class EngineCore:
         state.finished += records
         state.metrics.finished[kind].inc(records)
         self._policy.finished(records)
+
+    def _emit(self, kind: EventKind, keys: Iterable[PartitionKey] = (), **extra: Any) -> None:
+        if self._events is not None:
+            self._events.emit(kind, keys, **extra)
+
+    def _owned_changed(self) -> None:
+        """The set of owned partitions changed: readiness starts over."""
+        self.health.assignment(len(self._states), time.monotonic())
+        self._ready_emitted = False
 
     def _fail(self, failure: LaglessError) -> None:
         if self._failure is None:

@@ -57,6 +57,7 @@ class PartitionState:
     last_commit: tuple[int, str] | None = None
     last_timestamp_ms: int | None = None
     stall_logged: int | None = None
+    consuming: bool = False  # a record arrived since the assignment
 
     @property
     def busy(self) -> bool:

@@ -22,12 +22,13 @@ from __future__ import annotations
 import logging
 import time
 
-from confluent_kafka import KafkaError, KafkaException, Message
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 
 from lagless.engine.committing import Committing
 from lagless.engine.completions import Completing
 from lagless.engine.core import ProgressFn, topic_partition
 from lagless.engine.dlq import DeadLetterQueue
+from lagless.engine.events import EventKind
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionKey, PartitionState
 from lagless.engine.rebalance import Rebalancing
 from lagless.engine.record import Record
@@ -47,6 +48,10 @@ BUSY_WAIT_S = 0.005  # wait for a completion when a poll brought nothing
 POLL_EVERY_S = 0.05  # poll at least this often, however much is buffered
 POLL_SHORT_S = 0.005  # poll this often while a partition holds nothing and workers are free
 MAX_TASK = 500  # records per task of a per-record handler, at most
+
+
+# consumers left open on purpose (leave_group_on_close=False): never destroyed in this process
+UNCLOSED: list[Consumer] = []
 
 
 class Engine(Rebalancing, Completing, Committing, Watching):
@@ -80,9 +85,14 @@ class Engine(Rebalancing, Completing, Committing, Watching):
                 on_revoke=self._on_revoke,
                 on_lost=self._on_lost,
             )
+            self._emit(EventKind.SUBSCRIBED)
             self._started = self._last_activity = time.monotonic()
             self._policy.start(self._started)
             while not self._should_stop():
+                self.health.last_turn = turn = time.monotonic()
+                if not self._ready_emitted and self.health.is_ready(turn):
+                    self._ready_emitted = True
+                    self._emit(EventKind.READY)
                 polled = self._poll() if self._wants_records() else 0
                 self._collect(wait=0.0 if polled or not self._in_flight else BUSY_WAIT_S)
                 self._dispatch()
@@ -171,6 +181,8 @@ class Engine(Rebalancing, Completing, Committing, Watching):
             state = self._states.get(key)
             if state is None:
                 continue  # not ours (any more): the next owner reads them from the commit
+            if not state.consuming:
+                self._first_record(state)
             if state.backlog.kept:
                 state.backlog.kept.extend(records)  # stay behind the records kept earlier
                 continue
@@ -179,6 +191,12 @@ class Engine(Rebalancing, Completing, Committing, Watching):
                 state.backlog.kept.extend(records[admitted:])
                 self._pause(state)
         return len(messages)
+
+    def _first_record(self, state: PartitionState) -> None:
+        """The first record of ``state``'s partition since it was assigned here."""
+        state.consuming = True
+        self.health.received()
+        self._emit(EventKind.CONSUMING, (state.tp,))
 
     def _offer(self, state: PartitionState, records: list[Record], now: float) -> int:
         """Hand fetched records to their partition, as many as it has room for (see
@@ -284,7 +302,7 @@ class Engine(Rebalancing, Completing, Committing, Watching):
     def _shutdown(self) -> None:
         """Stop taking records, let in-flight ones finish (up to the budget), commit."""
         assert self._consumer is not None and self._workers is not None
-        self._stopping = True
+        self._begin_stopping()
         self._workers.abort()
         if self._states:
             try:
@@ -300,8 +318,14 @@ class Engine(Rebalancing, Completing, Committing, Watching):
             self._collect(wait=0.05)
         self._commit(list(self._states.values()), sync=True)
 
+    def _begin_stopping(self) -> None:
+        self._stopping = True
+        self.health.stopping = True
+        self._emit(EventKind.STOPPING)
+
     def _close(self) -> None:
         if not self._stopping and self._consumer is not None:
+            self._begin_stopping()
             try:  # an error ended the loop: still commit what is safe
                 self._commit(list(self._states.values()), sync=True)
             except Exception as exc:  # never mask the error that got us here
@@ -313,13 +337,29 @@ class Engine(Rebalancing, Completing, Committing, Watching):
             left = self._dlq.flush(10.0)
             if left:
                 log.warning("%d dead letters undelivered at close", left)
+        if self._ledger is not None:
+            self._ledger.flush()
         if self._consumer is not None:
-            try:
-                self._consumer.close()
-            except (KafkaException, RuntimeError) as exc:
-                log.warning("consumer close: %s", exc)
+            self._close_consumer(self._consumer)
         self.metrics.in_flight.set(0)
         self.metrics.paused_partitions.set(0)
+
+    def _close_consumer(self, consumer: Consumer) -> None:
+        """Close (leaving the group), or with ``leave_group_on_close=False`` keep the consumer
+        open and referenced for good: closing or destroying it would send LeaveGroup. Its
+        process must then exit without cleanup (``os._exit``), as ``lagless consume`` does, so
+        that the member stops heartbeating and the coordinator expires its session."""
+        config = self.config
+        if not config.leave_group_on_close:
+            UNCLOSED.append(consumer)
+            self._emit(EventKind.STOPPED, left_group=False)
+            return
+        try:
+            consumer.close()
+        except (KafkaException, RuntimeError) as exc:
+            log.warning("consumer close: %s", exc)
+        # static members (group.instance.id) do not leave on close: their session holds the place
+        self._emit(EventKind.STOPPED, left_group=config.static_id is None)
 
     def _summary(self) -> RunSummary:
         for state in self._states.values():

@@ -9,6 +9,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from lagless.engine import offset_map
 from lagless.engine.core import EngineCore
+from lagless.engine.events import EventKind
 from lagless.engine.partition import PartitionKey, PartitionMetrics, PartitionState
 from lagless.engine.tracker import PartitionTracker
 
@@ -20,6 +21,7 @@ class Rebalancing(EngineCore):
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         started = time.monotonic()
+        self._emit(EventKind.ASSIGNED, [(tp.topic, tp.partition) for tp in partitions])
         self._rebalances += 1
         self.metrics.rebalances.labels("assign").inc()
         fresh = [tp for tp in partitions if (tp.topic, tp.partition) not in self._states]
@@ -40,6 +42,8 @@ class Rebalancing(EngineCore):
         self.metrics.partitions_assigned.inc(len(fresh))
         self.metrics.rebalance_seconds.observe(time.monotonic() - started)
         self._last_activity = time.monotonic()
+        if fresh:
+            self._owned_changed()
 
     def _committed(
         self, consumer: Consumer, partitions: list[TopicPartition]
@@ -88,6 +92,8 @@ class Rebalancing(EngineCore):
         self._revoked += len(states)
         self.metrics.partitions_revoked.inc(len(states))
         self.metrics.rebalance_seconds.observe(time.monotonic() - started)
+        self._emit(EventKind.REVOKED, [s.tp for s in states])
+        self._owned_changed()
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Partitions lost (another member may own them already): drop without commit."""
@@ -96,6 +102,8 @@ class Rebalancing(EngineCore):
         self._drop(states)
         self._lost += len(states)
         self.metrics.partitions_lost.inc(len(states))
+        self._emit(EventKind.LOST, [s.tp for s in states])
+        self._owned_changed()
         if states:
             log.warning("lost %d partitions without commit", len(states))
 

@@ -34,9 +34,9 @@ from collections.abc import Sequence
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from lagless.errors import LaglessError
+from lagless.observe.http import HealthSource, serve
 
 
 def observe_many(histogram: Any, values: Sequence[float]) -> None:
@@ -97,16 +97,13 @@ class Metrics:
         )
         self.batches = Counter("lagless_batches", "Spark micro-batches", registry=r)
 
-    def serve(self, port: int, addr: str = "127.0.0.1") -> WSGIServer:
-        """Expose the metrics at http://addr:port/metrics (a daemon thread).
+    def serve(
+        self, port: int, addr: str = "127.0.0.1", health: HealthSource | None = None
+    ) -> WSGIServer:
+        """Expose the metrics at http://addr:port/metrics, with ``/healthz`` and ``/readyz``
+        answered from ``health`` (see :mod:`lagless.observe.http`), from a daemon thread.
 
         Returns the server (``.shutdown()`` stops it); a port that cannot be bound is a
         one-line LaglessError.
         """
-        try:
-            server, _thread = start_http_server(port, addr=addr, registry=self.registry)
-        except OSError as exc:
-            raise LaglessError(
-                f"cannot serve metrics on {addr}:{port}: {exc.strerror or exc}"
-            ) from None
-        return server
+        return serve(self.registry, port, addr, health)

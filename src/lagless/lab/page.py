@@ -1,0 +1,186 @@
+"""The rebalance lab's HTML page: one self-contained file, no script, nothing from the network.
+
+At the top the broker (the results depend on its group coordinator), a summary table (one row per
+scenario) and the best improvement over ``eager-defaults``; then per scenario its settings, its
+measures (defined in :mod:`lagless.lab.measures`), total lag in records and in seconds over time,
+e2e p99 per second, and the assignment strip (:mod:`lagless.lab.strip`), with the lab's triggers
+(instance starts and stops) marked on every plot. A scenario that was not run shows its note.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from lagless.lab.measures import (
+    e2e_p99_series,
+    improvement,
+    lag_series,
+    rollouts,
+)
+from lagless.lab.model import Measures, ScenarioData, ScenarioReport
+from lagless.lab.ownership import overlaps, ownerships
+from lagless.lab.strip import Strip, TriggerMark, render_strip
+from lagless.observe.report import STYLE, fmt
+from lagless.observe.svg import PALETTE, Chart, Mark, Series, render
+
+TITLE = "lagless rebalance lab"
+EXTRA_STYLE = """
+.note { color: #8a4b00; }
+.strip .owned { opacity: 0.35; }
+.strip .overlap { fill: none; stroke-width: 1.5; }
+.strip .rollout { fill: #fff3c4; }
+.strip .trigger { stroke: #333; stroke-width: 1; }
+section { border-top: 1px solid #ddd; margin-top: 28px; }
+"""
+
+
+def _stat(avg: float | None, top: float | None, unit: str) -> str:
+    return f"{fmt(avg)} / {fmt(top)}{unit}"
+
+
+def measure_rows(m: Measures) -> list[tuple[str, str]]:
+    """(label, value) of every figure of a scenario, in table order."""
+    e2e, roll = m.e2e_ms, m.e2e_rollout_ms
+    return [
+        ("rebalances", fmt(m.rebalances)),
+        ("rebalance time avg / max", _stat(m.rebalance_s.avg, m.rebalance_s.max, " s")),
+        ("max unconsumed", fmt(m.max_unconsumed_s, " s")),
+        ("max lag", f"{fmt(m.max_lag_records)} records, {fmt(m.max_lag_s, ' s')}"),
+        ("e2e p50 / p99 / max", f"{fmt(e2e.p50)} / {_stat(e2e.p99, e2e.max, ' ms')}"),
+        (
+            "e2e in rollouts p50 / p99 / max",
+            f"{fmt(roll.p50)} / {_stat(roll.p99, roll.max, ' ms')}",
+        ),
+        ("lost / duplicated", f"{fmt(m.lost)} / {fmt(m.duplicated)}"),
+        ("processed / produced", f"{fmt(m.processed)} / {fmt(m.produced)}"),
+        ("ownership overlaps", f"{fmt(m.ownership_overlaps)} ({fmt(m.overlap_s, ' s')})"),
+    ]
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-") or "scenario"
+
+
+def _table(rows: Sequence[tuple[str, str]], table_id: str) -> str:
+    body = "".join(
+        f"<tr><th>{escape(label)}</th><td class=num>{escape(value)}</td></tr>"
+        for label, value in rows
+    )
+    return f"<table id={table_id}>{body}</table>"
+
+
+def _setting(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def summary_table(reports: Sequence[ScenarioReport]) -> str:
+    """One row per scenario; its columns are the rows of :func:`measure_rows`."""
+    measured = [r.measures for r in reports if r.measures is not None]
+    labels = [label for label, _ in measure_rows(measured[0])] if measured else []
+    head = "".join(f"<th>{escape(label)}</th>" for label in ["scenario", *labels, "note"])
+    rows = []
+    for r in reports:
+        values = [v for _, v in measure_rows(r.measures)] if r.measures else ["-"] * len(labels)
+        note = r.note or ("" if r.supported else "not supported by this broker")
+        cells = "".join(f"<td class=num>{escape(v)}</td>" for v in values)
+        rows.append(
+            f'<tr><td><a href="#{slug(r.scenario)}">{escape(r.scenario)}</a></td>{cells}'
+            f"<td class=note>{escape(note)}</td></tr>"
+        )
+    return f"<table id=summary><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def best_line(reports: Sequence[ScenarioReport]) -> str:
+    found = improvement(reports)
+    best = found.best
+    if best is None:
+        return f"<p>No improvement ratio over {escape(found.baseline)} (not measured).</p>"
+    scenario, figure, ratio = best
+    return (
+        f"<p id=best>Best improvement over {escape(found.baseline)}: {escape(scenario)}, "
+        f"{escape(figure)} {ratio:.3g}&#215; (baseline / scenario).</p>"
+    )
+
+
+def charts(name: str, data: ScenarioData) -> list[str]:
+    """Lag in records, lag in seconds, e2e p99 and the assignment strip of one scenario."""
+    key = slug(name)
+    x_max = max(data.run_end - data.run_start, 1.0)
+    triggers = [TriggerMark(t.ts - data.run_start, t.kind, t.instance) for t in data.triggers]
+    marks = [Mark(t.x, t.label, str(t.kind)) for t in triggers]
+    records, seconds = lag_series(data)
+
+    def chart(suffix: str, title: str, unit: str, points: list[tuple[float, float | None]]) -> str:
+        series = [Series(unit, points, PALETTE[0])]
+        return render(Chart(f"{key}-{suffix}", title, unit, series, marks, x_max=x_max))
+
+    owned = ownerships(data.events, data.run_end)
+    strip = Strip(
+        chart_id=f"{key}-strip",
+        title="Assignment: which instance owned which partition (solid: consuming)",
+        partitions=data.partitions,
+        owned=owned,
+        origin=data.run_start,
+        x_max=x_max,
+        overlaps=overlaps(owned),
+        rollouts=rollouts(data),
+        triggers=triggers,
+    )
+    return [
+        chart("lag-records", "Total lag in records (sampled by the lab)", "records", records),
+        chart("lag-seconds", "Lag in seconds (oldest uncommitted record)", "seconds", seconds),
+        chart("e2e-p99", "End-to-end latency p99 per second of done time", "ms",
+              e2e_p99_series(data)),
+        render_strip(strip),
+    ]  # fmt: skip
+
+
+def scenario_section(report: ScenarioReport, data: ScenarioData | None) -> str:
+    key = slug(report.scenario)
+    parts = [f"<section id={key}>", f"<h2>{escape(report.scenario)}</h2>"]
+    parts.append(
+        f"<p class=sub>topic {escape(report.topic)}, group {escape(report.group)}"
+        + (
+            ""
+            if report.committed_to_end is None
+            else f", committed to the end: {'yes' if report.committed_to_end else 'NO'}"
+        )
+        + "</p>"
+    )
+    if not report.supported:
+        parts.append(
+            f"<p class=note>Not supported by this broker: {escape(report.note or 'no reason')}</p>"
+        )
+    elif report.note:
+        parts.append(f"<p class=note>{escape(report.note)}</p>")
+    settings = [(k, _setting(v)) for k, v in report.settings.items()]
+    parts.append("<h3>Settings</h3>")
+    parts.append(_table(settings, f"{key}-settings") if settings else "<p>(none)</p>")
+    if report.measures is not None:
+        parts.append("<h3>Measures</h3>")
+        parts.append(_table(measure_rows(report.measures), f"{key}-measures"))
+    if data is not None:
+        parts.append("<h3>Over time</h3>")
+        parts.extend(charts(report.scenario, data))
+    elif report.supported:
+        parts.append("<p>No recorded data for this scenario.</p>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def render_page(broker: str, items: Sequence[tuple[ScenarioReport, ScenarioData | None]]) -> str:
+    """The whole HTML document for the scenarios of one lab run."""
+    reports = [report for report, _ in items]
+    sections = "\n".join(scenario_section(report, data) for report, data in items)
+    return (
+        "<!DOCTYPE html>\n<html lang=en>\n<head>\n<meta charset=utf-8>\n"
+        f"<title>{TITLE}</title>\n<style>{STYLE}{EXTRA_STYLE}</style>\n</head>\n<body>\n"
+        f"<h1>{TITLE}</h1>\n<p class=sub id=broker>Broker: {escape(broker)}</p>\n"
+        f"<h2>Summary</h2>\n{summary_table(reports)}\n{best_line(reports)}\n"
+        f"{sections}\n</body>\n</html>\n"
+    )
