@@ -22,6 +22,7 @@ from lagless.produce.workloads import ID_HEADER, OutRecord, Workload, WorkloadSp
 REPO = Path(__file__).resolve().parents[3]
 LAGLESS = str(Path(sys.executable).parent / "lagless")
 LEDGER_HANDLER = "tests.integration.engine_helpers.ledger:handle"
+LEDGER_BATCH_HANDLER = "tests.integration.engine_helpers.ledger:handle_batch"
 
 # Tansu holds a JoinGroup for session.timeout.ms / 2: keep sessions short in tests.
 GROUP_TIMINGS: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1500}
