@@ -18,12 +18,14 @@ read by naive, engine_<mode> and batch_<mode> with the built-in ``sleep`` handle
 CPU-bound handler of about 1 ms (group ``cpu``; ``cpu_ms`` is its measured time alone).
 
 Every variant runs in its own process, one after another on the same topics, each with its
-own consumer group: ``peak_rss_mb`` is that process's peak resident memory. ``seconds`` is
-the processing span, the first handler start to the last handler end (the raw loop: first
-record to last), so joining the group counts for none; ``records_per_s`` = records /
-seconds; ``of_raw`` = records_per_s / the raw loop's; ``of_naive`` likewise against the naive
-loop of the same group. The machine's load average is printed too: on a shared machine only
-the ratios of one run compare.
+own consumer group: ``peak_rss_mb`` is that process's peak resident memory (not counting the
+worker processes of ``--processes``). The variants' processes tune the garbage collector as
+``lagless consume`` does (``lagless.engine.memory.tune_gc``; ``--default-gc`` leaves it).
+``seconds`` is the processing span, the first handler start to the last handler end (the raw
+loop: first record to last), so joining the group counts for none; ``records_per_s`` =
+records / seconds; ``of_raw`` = records_per_s / the raw loop's; ``of_naive`` likewise against
+the naive loop of the same group. The machine's load average is printed too: on a shared
+machine only the ratios of one run compare.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _handlers
 from _broker import bench_cluster
 from lagless.engine import EngineConfig, Ordering, Record, load_handler, run_engine
+from lagless.engine.memory import tune_gc
 from lagless.kafka.admin import create_topic
 from lagless.kafka.clients import make_consumer
 from lagless.produce.producer import run_load
@@ -153,6 +156,15 @@ def handler_of(kind: str, batch: bool) -> Any:
     return _handlers.cpu
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory (VmHWM: since exec, unlike ``ru_maxrss`` of a
+    child, which Linux carries over from the parent that forked it)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
 def child(spec: dict[str, Any]) -> dict[str, Any]:
     """Run one variant; its figures."""
     conf, topic, records = {"bootstrap.servers": spec["bootstrap"]}, spec["topic"], spec["records"]
@@ -182,22 +194,18 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
 def run_child(spec: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     """Run ``spec`` in a fresh process: its figures and peak RSS."""
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--child", json.dumps(spec)],
+        [sys.executable, __file__, *spec.pop("flags"), "--child", json.dumps(spec)],
         stdout=subprocess.PIPE,
         env={**os.environ, **env},
         text=True,
     )
-    _, status, usage = os.wait4(proc.pid, 0)
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    out, _ = proc.communicate()
     if proc.returncode != 0:
         raise SystemExit(f"variant {spec['variant']} ({spec['kind']}) failed: {proc.returncode}")
     figures: dict[str, Any] = json.loads(out)
     seconds = figures["seconds"]
     figures["seconds"] = round(seconds, 3)
     figures["records_per_s"] = round(figures["records"] / seconds, 1) if seconds else 0.0
-    figures["peak_rss_mb"] = round(usage.ru_maxrss / 1024, 1)
     return figures
 
 
@@ -220,11 +228,16 @@ def main() -> None:
     parser.add_argument("--max-in-flight", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--only", default="noop,sleep,cpu")
+    parser.add_argument(
+        "--default-gc", action="store_true", help="leave the collector as Python sets it"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     if args.child:
-        print(json.dumps(child(json.loads(args.child))))
+        if not args.default_gc:
+            tune_gc()  # as lagless consume does
+        print(json.dumps({**child(json.loads(args.child)), "peak_rss_mb": peak_rss_mb()}))
         return
     groups = args.only.split(",")
     fast = workload(args.records, args.value_bytes, args.keys, 0)
@@ -262,7 +275,9 @@ def main() -> None:
                 spans = Path(tmp) / f"{group}-{variant}.spans"
                 env = {_handlers.CPU_LOOPS_ENV: str(cpu_loops), _handlers.SPANS_ENV: str(spans)}
                 spec = {**base, "topic": topics[topic], "records": count}
-                figures[variant] = run_child({**spec, "variant": variant, "kind": kind}, env)
+                flags = ["--default-gc"] if args.default_gc else []
+                spec = {**spec, "variant": variant, "kind": kind, "flags": flags}
+                figures[variant] = run_child(spec, env)
             if figures:
                 result[group] = figures
     raw_rate = result["noop"]["raw_loop"]["records_per_s"]
@@ -285,6 +300,7 @@ def main() -> None:
                 "batch_size": args.batch_size,
                 "cpu_ms": round(1000 * _handlers.time_loops(cpu_loops), 3),
                 "embedded_broker": embedded,
+                "gc": "default" if args.default_gc else "tuned as lagless consume",
                 "load_average": [round(x, 2) for x in (*load_before, *os.getloadavg())],
                 **result,
             },

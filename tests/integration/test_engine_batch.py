@@ -5,8 +5,6 @@ while the rest of its batch is committed; SIGKILL mid-batch and a restart lose n
 from __future__ import annotations
 
 import itertools
-import json
-import signal
 import threading
 import time
 from collections import Counter, defaultdict
@@ -28,12 +26,9 @@ from tests.integration.engine_helpers import (
     assert_exactly_once,
     consume_cmd,
     engine_config,
-    finish,
+    kill_and_restart,
     produce_jobs,
-    read_ledgers,
     record_id,
-    spawn,
-    wait_for_lines,
 )
 
 pytestmark = pytest.mark.integration
@@ -177,26 +172,7 @@ def test_sigkill_mid_batch_then_restart_loses_nothing(
         "--ordering", "partition", "--max-pending", str(MAX_PENDING), "--commit-every", "1",
         "--on-failure", "stop", "--until-idle", "3", "--json",
     )  # fmt: skip
-    first_ledger, second_ledger = tmp_path / "first", tmp_path / "second"
-    first = spawn(cmd, first_ledger)
-    try:
-        done = wait_for_lines(first_ledger, 100, timeout=60)
-        assert done >= 100, f"the consumer processed only {done} records in 60 s"
-    finally:
-        first.send_signal(signal.SIGKILL)
-        first.communicate(timeout=10)
-    killed_at = read_ledgers([first_ledger])
-    assert sum(killed_at.values()) < len(ids), "killed mid-work, not after the end"
-    assert committed_offsets(cluster.conf, group, [topic]), "progress was committed"
-
-    second = spawn(cmd, second_ledger)
-    code, out, err = finish(second, timeout=120)
-    assert code == 0, err[-2000:]
-    summary = json.loads(out)
-
-    ledger = read_ledgers([first_ledger, second_ledger])
-    assert set(ledger) == set(ids), f"lost {sorted(set(ids) - set(ledger))[:10]}"
-    duplicates = sum(ledger.values()) - len(ids)
-    assert duplicates <= PARTITIONS * MAX_PENDING, duplicates
-    assert summary["processed"] == sum(read_ledgers([second_ledger]).values())
-    assert sum(committed_offsets(cluster.conf, group, [topic]).values()) == len(ids)
+    kill_and_restart(
+        cluster.conf, cmd, ids, tmp_path, topic=topic, group=group, kill_after=100,
+        duplicates_bound=PARTITIONS * MAX_PENDING,
+    )  # fmt: skip

@@ -31,6 +31,7 @@ from lagless.engine import (
 from lagless.engine.config import OffsetReset
 from lagless.engine.core import ProgressFn
 from lagless.engine.events import EVENTS_FILE
+from lagless.engine.memory import tune_gc
 from lagless.errors import ConfigError
 from lagless.observe.metrics import Metrics
 
@@ -238,6 +239,7 @@ def consume(
     conf = kafka_conf(ctx)
     metrics = Metrics()
     stop = threading.Event()
+    tune_gc()
     instance = client_id or static_id or f"{socket.gethostname()}-{os.getpid()}"
     with contextlib.ExitStack() as stack:
         events = None

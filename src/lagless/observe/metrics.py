@@ -9,7 +9,7 @@ docs/observability.md documents every metric, the timeline, ``lagless lag`` and 
 |---|---|---|---|
 | lagless_records_processed_total | counter | topic, partition, outcome | records finished (ok, dlq, skipped) |
 | lagless_e2e_latency_seconds | histogram | topic | record timestamp -> handler done |
-| lagless_processing_seconds | histogram | topic | handler time of one record (all attempts) |
+| lagless_processing_seconds | histogram | topic | handler time of one call (a record, or a batch), all attempts |
 | lagless_in_flight | gauge | | records dispatched and not finished |
 | lagless_lag_records | gauge | topic, partition | high watermark - first unfinished offset (engine) / - processed end (pipeline) |
 | lagless_lag_seconds | gauge | topic, partition | while lag > 0: age of the last fetched record (about the next unfetched one) |
@@ -75,7 +75,7 @@ class Metrics:
             buckets=LATENCY_BUCKETS, registry=r,
         )  # fmt: skip
         self.processing_time = Histogram(
-            "lagless_processing_seconds", "handler time per record", ["topic"],
+            "lagless_processing_seconds", "handler time per call", ["topic"],
             buckets=LATENCY_BUCKETS, registry=r,
         )  # fmt: skip
         self.in_flight = Gauge("lagless_in_flight", "records in flight", registry=r)
