@@ -2,7 +2,7 @@
 
 Each notes its processing span: the first handler start and the last handler end. In-process
 handlers keep it in :data:`SPAN`; :func:`cpu` (which may run in worker processes) appends
-``start end`` lines (``time.perf_counter``: CLOCK_MONOTONIC, one clock for every process of
+``start end pid`` lines (``time.perf_counter``: CLOCK_MONOTONIC, one clock for every process of
 the machine) to the file named by ``$LAGLESS_BENCH_SPANS``.
 """
 
@@ -108,12 +108,14 @@ def cpu(record: Record) -> None:
     if not _SPANS_FD:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         _SPANS_FD.append(os.open(os.environ[SPANS_ENV], flags, 0o644))
-    os.write(_SPANS_FD[0], f"{started} {ended}\n".encode())
+    os.write(_SPANS_FD[0], f"{started} {ended} {os.getpid()}\n".encode())
 
 
-def read_spans(path: Path) -> tuple[int, float]:
-    """(calls, seconds from the first start to the last end) of :func:`cpu` calls."""
+def read_spans(path: Path) -> tuple[int, float, int]:
+    """(calls, seconds from the first start to the last end, processes that ran them) of
+    :func:`cpu` calls."""
     rows = [line.split() for line in path.read_text().splitlines() if line]
     if not rows:
-        return 0, 0.0
-    return len(rows), max(float(r[1]) for r in rows) - min(float(r[0]) for r in rows)
+        return 0, 0.0, 0
+    span = max(float(r[1]) for r in rows) - min(float(r[0]) for r in rows)
+    return len(rows), span, len({r[2] for r in rows})

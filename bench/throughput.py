@@ -183,8 +183,8 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         options["ordering"] = mode
         out = engine(conf, topic, records, handler_of(kind, "batch_size" in options), **options)
     if kind == "cpu":  # the handler may run in other processes: its spans are in a file
-        calls, seconds = _handlers.read_spans(Path(os.environ[_handlers.SPANS_ENV]))
-        return {**out, "records": calls, "seconds": seconds}
+        calls, seconds, pids = _handlers.read_spans(Path(os.environ[_handlers.SPANS_ENV]))
+        return {**out, "records": calls, "seconds": seconds, "handler_processes": pids}
     return {**out, "seconds": _handlers.SPAN.seconds()}
 
 
