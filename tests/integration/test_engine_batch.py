@@ -161,6 +161,7 @@ PARTITIONS = 3
 MAX_PENDING = 10
 
 
+@pytest.mark.slow
 def test_sigkill_mid_batch_then_restart_loses_nothing(
     cluster: Cluster, make_topic: Callable[..., str], group: str, tmp_path: Path
 ) -> None:
