@@ -20,12 +20,14 @@ demo: $(STAMP) java
 	$(BIN)/lagless demo
 
 test: $(STAMP) java
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q tests
 
 bench: $(STAMP)
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b; done
 
+# Stop the embedded broker (found in its per-user state directory) before deleting its state.
 clean:
+	-test -x $(BIN)/lagless && $(BIN)/lagless broker stop --purge
 	rm -rf $(VENV) .lagless build src/*.egg-info

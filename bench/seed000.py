@@ -7,6 +7,8 @@ Every variant reads the same topic (jobs sleeping 10-30 ms, seed 0) with its own
   sequential     one thread handles each polled record in turn (commit per record, async)
   batch_barrier  poll 20, a thread per record, wait for all, commit (sync)
   engine_*       lagless.engine in each ordering mode at --max-in-flight
+  threads_vs_async  the engine (unordered) with the sleep in threads and as an ``async def``
+                 awaiting ``asyncio.sleep``, at --max-in-flight 200 and 2000 (--async-in-flight)
 ``seconds`` runs from the first handler start to the last handler end, so joining the group
 (~3 s on the embedded broker) counts for none of them. ``ideal_s`` = total sleep / in-flight.
 """
@@ -14,13 +16,14 @@ Every variant reads the same topic (jobs sleeping 10-30 ms, seed 0) with its own
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _broker import bench_cluster
 from lagless.engine import EngineConfig, Ordering, Record, load_handler, run_engine
+from lagless.engine.handlers import decode_json
 from lagless.kafka.admin import create_topic
 from lagless.kafka.clients import make_consumer
 from lagless.produce.producer import run_load
@@ -59,9 +63,28 @@ class Span:
 
         return timed
 
+    def wrap_async(
+        self, handler: Callable[[Record], Awaitable[object]]
+    ) -> Callable[[Record], Awaitable[None]]:
+        async def timed(record: Record) -> None:
+            started = time.perf_counter()
+            await handler(record)
+            ended = time.perf_counter()
+            if self.first is None or started < self.first:  # one event loop thread
+                self.first = started
+            self.last = max(self.last, ended)
+            self.count += 1
+
+        return timed
+
     @property
     def seconds(self) -> float:
         return round(self.last - (self.first or self.last), 3)
+
+
+async def async_sleep(record: Record) -> None:
+    """The jobs workload as an ``async def``: await ``asyncio.sleep(sleep_ms)``."""
+    await asyncio.sleep(float(decode_json(record)["sleep_ms"]) / 1000.0)
 
 
 def naive_consumer(conf: Mapping[str, Any], topic: str) -> Any:
@@ -144,12 +167,44 @@ def engine(
     }
 
 
+def threads_vs_async(
+    conf: Mapping[str, Any], topic: str, jobs: int, in_flights: list[int]
+) -> dict[str, Any]:
+    """Seconds (processing span) of the same jobs, sleep in threads vs awaited, per in-flight."""
+    out: dict[str, Any] = {}
+    for in_flight in in_flights:
+        row: dict[str, Any] = {}
+        for kind in ("threads", "async"):
+            span = Span()
+            handler = span.wrap_async(async_sleep) if kind == "async" else span.wrap(SLEEP)
+            config = bench_config(topic, Ordering.UNORDERED, in_flight, jobs)
+            summary = run_engine(conf, config, handler)
+            row[kind] = {
+                "seconds": span.seconds,
+                "engine_seconds": summary.seconds,
+                "processed": summary.processed,
+                "max_in_flight_seen": summary.max_in_flight_seen,
+            }
+        row["async_speedup"] = (
+            round(row["threads"]["seconds"] / row["async"]["seconds"], 2)
+            if row["async"]["seconds"]
+            else None
+        )
+        out[str(in_flight)] = row
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=3600)
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--keys", type=int, default=100)
     parser.add_argument("--max-in-flight", type=int, default=200)
+    parser.add_argument(
+        "--async-in-flight", type=int, nargs="+", default=[200, 2000],
+        help="in-flight limits for the threads-vs-async comparison",
+    )  # fmt: skip
+    parser.add_argument("--only-async", action="store_true", help="run only threads_vs_async")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
 
@@ -167,16 +222,17 @@ def main() -> None:
         create_topic(conf, topic, args.partitions)
         produced = run_load(conf, topic, records, count=len(records)).produced
         assert produced == args.jobs, produced
-        seconds: dict[str, float] = {
-            "sequential": sequential(conf, topic, args.jobs),
-            "batch_barrier": batch_barrier(conf, topic, args.jobs),
-        }
+        seconds: dict[str, float] = {}
         details: dict[str, Any] = {}
-        for ordering in Ordering:
-            name = f"engine_{ordering.value}"
-            seconds[name], details[name] = engine(
-                conf, topic, args.jobs, ordering, args.max_in_flight
-            )
+        if not args.only_async:
+            seconds["sequential"] = sequential(conf, topic, args.jobs)
+            seconds["batch_barrier"] = batch_barrier(conf, topic, args.jobs)
+            for ordering in Ordering:
+                name = f"engine_{ordering.value}"
+                seconds[name], details[name] = engine(
+                    conf, topic, args.jobs, ordering, args.max_in_flight
+                )
+        compared = threads_vs_async(conf, topic, args.jobs, args.async_in_flight)
 
     ideal = total_sleep / args.max_in_flight
     print(
@@ -192,15 +248,21 @@ def main() -> None:
                 "ideal_s": round(ideal, 3),
                 "seconds": seconds,
                 "speedup_vs_sequential": {
-                    k: round(seconds["sequential"] / v, 2) for k, v in seconds.items() if v
+                    k: round(seconds["sequential"] / v, 2)
+                    for k, v in seconds.items()
+                    if v and "sequential" in seconds
                 },
                 "speedup_vs_batch_barrier": {
-                    k: round(seconds["batch_barrier"] / v, 2) for k, v in seconds.items() if v
+                    k: round(seconds["batch_barrier"] / v, 2)
+                    for k, v in seconds.items()
+                    if v and "batch_barrier" in seconds
                 },
                 "engine_over_ideal": {
                     k: round(v / ideal, 2) for k, v in seconds.items() if k.startswith("engine")
                 },
                 "engine": details,
+                "threads_vs_async": compared,
+                "async_ideal_s": {str(n): round(total_sleep / n, 3) for n in args.async_in_flight},
             },
             sort_keys=True,
         )

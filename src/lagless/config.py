@@ -7,8 +7,10 @@ Sources, highest precedence first: explicit values (CLI flags), environment vari
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -78,6 +80,36 @@ class KafkaSettings(BaseSettings):
         """A printable summary; never shows the password."""
         user = f" as {self.sasl_username}" if self.sasl_username else ""
         return f"{self.bootstrap or 'embedded broker'} ({self.security_protocol}{user})"
+
+
+ENV_PREFIX = "LAGLESS_"
+TEST_PREFIX = "LAGLESS_TEST_"  # the test suite's own variables (its cluster, its handlers)
+OTHER_VARIABLES = frozenset({"LAGLESS_CONFIG", "LAGLESS_HOME"})
+"""``LAGLESS_*`` variables that are not :class:`KafkaSettings` fields but still mean something:
+the settings file and the embedded broker's state directory."""
+
+
+def known_variables() -> frozenset[str]:
+    """Every ``LAGLESS_*`` environment variable lagless reads."""
+    fields = {ENV_PREFIX + name.upper() for name in KafkaSettings.model_fields}
+    return frozenset(fields) | OTHER_VARIABLES
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One warning line per ``LAGLESS_*`` variable that is not a setting (a typo such as
+    ``LAGLESS_BOOTSTRAPS`` would otherwise be ignored silently), with the closest real name."""
+    env = os.environ if environ is None else environ
+    known = known_variables()
+    lines = []
+    for name in sorted(env):
+        upper = name.upper()
+        if not upper.startswith(ENV_PREFIX) or upper in known or upper.startswith(TEST_PREFIX):
+            continue
+        suffixes = sorted(k.removeprefix(ENV_PREFIX) for k in known)
+        close = difflib.get_close_matches(name.upper().removeprefix(ENV_PREFIX), suffixes, 1, 0.6)
+        hint = f" (did you mean {ENV_PREFIX}{close[0]}?)" if close else ""
+        lines.append(f"{name} is not a lagless setting and is ignored{hint}")
+    return lines
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> KafkaSettings:

@@ -29,8 +29,8 @@ from tests.integration.engine_helpers import (
 pytestmark = pytest.mark.integration
 
 SUMMARY_KEYS = {
-    "processed", "dlq", "seconds", "records_per_s", "commits", "rebalances", "pauses",
-    "max_in_flight_seen", "e2e_ms",
+    "processed", "dlq", "seconds", "records_per_s", "join_s", "wall_s", "commits",
+    "rebalances", "pauses", "max_in_flight_seen", "e2e_ms",
 }  # fmt: skip
 
 

@@ -11,15 +11,13 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from lagless.broker.embedded import free_port
-from lagless.broker.mock import MockCluster
 from lagless.engine.ledger import read_ledger
-from lagless.errors import ClusterError
 from lagless.lab.model import EventKind, read_events
 from tests.conftest import Cluster, run_cli
 from tests.integration.engine_helpers import LAGLESS, consume_cmd, finish, produce_jobs, spawn
@@ -43,18 +41,6 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str) -> float:
         time.sleep(0.05)
     return time.monotonic() - started
 
-
-@pytest.fixture(scope="module")
-def mock_bootstrap() -> Iterator[str]:
-    try:
-        cluster = MockCluster()
-        bootstrap = cluster.start()
-    except ClusterError as exc:
-        pytest.skip(f"librdkafka's mock cluster cannot start here: {exc}")
-    try:
-        yield bootstrap
-    finally:
-        cluster.stop()
 
 
 def test_events_ledger_and_probes_follow_the_group_life(

@@ -5,36 +5,24 @@ membership: the protocol Tansu lacks)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from lagless.broker.mock import MockCluster
-from lagless.errors import ClusterError
 from tests.conftest import Cluster, run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-TINY = ["--instances", "2", "--partitions", "4", "--rate", "200", "--warmup", "2", "--json"]
+TINY = [
+    "--instances", "2", "--partitions", "4", "--rate", "200", "--warmup", "2", "--min-ready", "1",
+    "--json",
+]  # fmt: skip
 SCENARIO_KEYS = {
     "scenario", "topic", "group", "settings", "supported", "rebalances", "rebalance_s",
     "max_unconsumed_s", "max_lag_records", "max_lag_s", "e2e_ms", "lost", "duplicated",
     "ownership_overlaps",
 }  # fmt: skip
 
-
-@pytest.fixture(scope="module")
-def mock_bootstrap() -> Iterator[str]:
-    try:
-        cluster = MockCluster()
-        bootstrap = cluster.start()
-    except ClusterError as exc:
-        pytest.skip(f"librdkafka's mock cluster cannot start here: {exc}")
-    try:
-        yield bootstrap
-    finally:
-        cluster.stop()
 
 
 def lab(bootstrap: str, out: Path, scenarios: str) -> dict[str, object]:

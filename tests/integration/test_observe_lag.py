@@ -172,6 +172,8 @@ def test_watch_reports_stop_when_nobody_commits(
     looks = watch(cluster, group, topic, iterations=5)
     assert looks[-1]["active"] is False
     assert [p["status"] for p in looks[-1]["partitions"]] == ["STOP"]
+    # behind with no members is never OK, not even before a full window was seen
+    assert looks[0]["complete"] < 1 and looks[0]["status"] == "STOP"
 
 
 def one_line_error(result: Any) -> str:

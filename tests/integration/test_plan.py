@@ -49,3 +49,31 @@ def test_plan_bad_input_is_one_line(cluster: Cluster) -> None:
         "plan", "--topic", "x", "--target-rate", "10", "--handler", "nope", cluster=cluster
     )
     assert bad.returncode == 2 and "nope" in bad.stderr
+
+
+def test_plan_refuses_to_size_from_a_failing_handler(
+    cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    """The sleep handler fails on every events record: no plan, one summary line, no flood."""
+    topic = make_topic(partitions=1)
+    result = run_cli(
+        "plan", "--topic", topic, "--target-rate", "1000", "--handler", "sleep",
+        "--workload", "events", "--measure-records", "3000", "--measure-seconds", "5",
+        cluster=cluster, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stdout == ""  # no partition count printed
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("lagless: measuring with 3,000 events records (--workload)")
+    assert len(lines) == 2, result.stderr  # no line per failed record
+    assert "the handler failed on" in lines[1] and "no plan from a failing handler" in lines[1]
+    assert "DecodeError" in lines[1] and "sleep_ms" in lines[1]
+    assert f"{topic}" not in lines[1] and "lagless-plan-" in lines[1]  # the record's coordinates
+
+
+def test_plan_rejects_sleep_ms_for_records_without_sleep(cluster: Cluster) -> None:
+    bad = run_cli("plan", "--topic", "x", "--target-rate", "10", "--sleep-ms", "50:60",
+                  cluster=cluster)  # fmt: skip
+    assert bad.returncode == 2
+    assert "--sleep-ms sets the jobs workload's sleep" in bad.stderr
+    assert "records measured are events" in bad.stderr

@@ -67,3 +67,24 @@ def test_unknown_key_in_file_is_rejected(tmp_path: Path) -> None:
 def test_no_bootstrap_cannot_make_client_conf() -> None:
     with pytest.raises(ConfigError):
         KafkaSettings().to_librdkafka()
+
+
+def test_unknown_lagless_variables_are_named_with_the_closest_setting() -> None:
+    from lagless.config import unknown_variables
+
+    env = {
+        "LAGLESS_BOOTSTRAPS": "prod:9092",
+        "LAGLESS_BOOTSTRAP": "ok:1",
+        "LAGLESS_HOME": "/x",
+        "LAGLESS_SASL_PASSWORD": "s",
+        "LAGLESS_TEST_BOOTSTRAP": "h:1",  # the test suite's variables are not warned about
+        "PATH": "/bin",
+    }
+    lines = unknown_variables(env)
+    assert lines == [
+        "LAGLESS_BOOTSTRAPS is not a lagless setting and is ignored "
+        "(did you mean LAGLESS_BOOTSTRAP?)"
+    ]
+    assert unknown_variables({"LAGLESS_ZZZ": "1"}) == [
+        "LAGLESS_ZZZ is not a lagless setting and is ignored"
+    ]

@@ -101,3 +101,16 @@ def test_earlier_completions_survive_a_commit_before_they_arrive() -> None:
     t.complete(5)
     assert t.committable == 6
     assert decode(t.offset_map()) == (6, frozenset({7, 8}))
+
+
+def test_first_uncommitted_timestamp_follows_the_committable_offset() -> None:
+    t = PartitionTracker(committed=10)
+    assert t.first_uncommitted_timestamp_ms() is None  # nothing fetched
+    t.receive(10, 0.0, 1_000)
+    t.receive(11, 0.0, 2_000)
+    assert t.first_uncommitted_timestamp_ms() == 1_000
+    t.complete(11)  # done above the first unfinished: the head stays
+    assert t.first_uncommitted_timestamp_ms() == 1_000
+    t.complete(10)
+    assert t.committable == 12
+    assert t.first_uncommitted_timestamp_ms() is None  # caught up with what was fetched

@@ -209,6 +209,20 @@ def test_a_trigger_that_never_settles_counts_to_the_window_end() -> None:
     assert m.max_unconsumed_s == pytest.approx(50.0)
 
 
+def test_settling_after_the_window_counts_to_the_window_end() -> None:
+    events = [
+        *service_start(("a", (0,)), ("c", ())),
+        ev(70.0, "a", K.STOPPING),
+        ev(70.5, "a", K.STOPPED, left=False),
+        ev(81.0, "c", K.ASSIGNED, 0),  # a's session expired after the cool-down
+        ev(81.1, "c", K.CONSUMING, 0),
+    ]
+    triggers = [Trigger(70.0, TriggerKind.STOP, "a", 1), Trigger(85.0, TriggerKind.START, "d", 2)]
+    data = ScenarioData(0.0, 90.0, 1, events=events, triggers=triggers, windows=list(WINDOWS))
+    # the start lies after the cool-down: only the stop counts, unsettled until the window's end
+    assert [(s.t0, s.settled) for s in settles(data)] == [(70.0, 80.0)]
+
+
 def test_a_trigger_without_its_event_uses_the_trigger_stamp() -> None:
     events = [*service_start(("a", (0,))), ev(30.0, "b", K.ASSIGNED), ev(31.0, "a", K.ASSIGNED)]
     triggers = [Trigger(29.0, TriggerKind.START, "b", 1)]

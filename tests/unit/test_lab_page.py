@@ -64,7 +64,7 @@ def test_page_names_the_broker_and_every_scenario_escaped() -> None:
     assert "odd &lt;b&gt;&amp;&quot;name" in html
     for name in ("eager-defaults", slug(ODD), "kip848"):
         assert f"<section id={name}>" in html
-    assert "Not supported by this broker: no KIP-848 in Tansu 0.6.0" in html
+    assert "not supported by this broker: no KIP-848 in Tansu 0.6.0" in html
     assert "Tansu hands partitions over without revoking" in html
 
 
@@ -142,6 +142,6 @@ def test_plots_carry_trigger_marks_and_the_summary_the_measures() -> None:
 
 def test_a_page_of_unsupported_scenarios_only_still_renders() -> None:
     html = render_page("unknown", [(report("kip848", None, supported=False, note=None), None)])
-    assert "Not supported by this broker: no reason" in html
+    assert "not supported by this broker" in html
     assert "<svg" not in html
     assert "No improvement ratio" in html

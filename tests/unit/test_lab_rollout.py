@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lagless.errors import ConfigError
+from lagless.lab.model import ScenarioReport
 from lagless.lab.rollout import Fleet, Step, plan
 from lagless.lab.scenarios import SCENARIOS, parse_scenarios
 
@@ -77,3 +78,28 @@ def test_scenario_flags_follow_their_settings() -> None:
     kip848 = SCENARIOS["kip848"].consume_flags(0)
     assert "--session-timeout-ms" not in kip848 and "--assignor" not in kip848
     assert SCENARIOS["mitigated"].settings()["session.timeout.ms"] == 6000
+
+
+def test_verdict_fails_on_failure_loss_missing_commits_and_nothing_run() -> None:
+    from lagless.cli.lab import best_json, verdict
+    from lagless.lab.measures import Improvements
+
+    def row(name: str, **kw: object) -> ScenarioReport:
+        base: dict[str, object] = {
+            "scenario": name, "topic": "t", "group": "g", "settings": {}, "supported": True,
+            "committed_to_end": True,
+        }  # fmt: skip
+        base.update(kw)
+        return ScenarioReport(**base)  # type: ignore[arg-type]
+
+    assert verdict([row("a")]) == []
+    assert verdict([row("a", failed="s1-g0 was killed by signal 9 (SIGKILL)")]) == [
+        "a failed: s1-g0 was killed by signal 9 (SIGKILL)"
+    ]
+    assert verdict([row("a", committed_to_end=False)]) == [
+        "a: the group did not commit the end of t"
+    ]
+    assert verdict([row("k", supported=False, committed_to_end=None)]) == [
+        "no scenario could run on this broker"
+    ]
+    assert best_json(Improvements("eager-defaults", ())) is None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from lagless.observe.lag import PartitionLag, lag_seconds, position, totals
+from lagless.observe.lag import PartitionLag, position, totals
+from lagless.observe.lagtime import lag_seconds
 
 
 def test_position_is_the_commit_clamped_to_the_partition() -> None:
@@ -12,10 +13,15 @@ def test_position_is_the_commit_clamped_to_the_partition() -> None:
     assert position(80, start=0, end=50) == 50  # a commit past the end is no lag
 
 
-def test_lag_seconds_is_the_age_of_the_next_record() -> None:
-    assert lag_seconds(10_000, 7_500) == 2.5
-    assert lag_seconds(10_000, 12_000) == 0.0  # a record from the future: no negative lag
-    assert lag_seconds(10_000, None) is None
+def test_lag_seconds_is_the_age_of_the_first_uncommitted_record() -> None:
+    assert lag_seconds(10_000, 7_500, lag_records=3) == 2.5
+    assert lag_seconds(10_000, 12_000, lag_records=1) == 0.0  # from the future: never negative
+    assert lag_seconds(10_000, None, lag_records=5) is None  # lagging, timestamp unknown
+
+
+def test_lag_seconds_is_zero_when_caught_up_whatever_the_timestamp() -> None:
+    assert lag_seconds(10_000, 1_000, lag_records=0) == 0.0
+    assert lag_seconds(10_000, None, lag_records=0) == 0.0
 
 
 def test_totals_sum_records_and_take_the_oldest() -> None:

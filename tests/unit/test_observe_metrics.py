@@ -82,3 +82,19 @@ def test_a_taken_port_is_one_line_error() -> None:
         port = taken.getsockname()[1]
         with pytest.raises(LaglessError, match=f"cannot serve metrics on 127.0.0.1:{port}"):
             Metrics().serve(port)
+
+
+def test_exposed_samples_carry_the_group_label() -> None:
+    from prometheus_client import generate_latest
+
+    from lagless.observe.metrics import Metrics
+
+    m = Metrics(group="orders")
+    m.lag_seconds.labels("t", "0").set(1.5)
+    m.dlq_records.labels("t").inc()
+    text = generate_latest(m.exposed()).decode()
+    assert 'lagless_lag_seconds{group="orders",partition="0",topic="t"} 1.5' in text
+    assert 'lagless_dlq_records_total{group="orders",topic="t"} 1.0' in text
+    assert Metrics().exposed() is not None
+    plain = generate_latest(Metrics().registry).decode()
+    assert "group=" not in plain

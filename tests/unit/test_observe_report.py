@@ -73,3 +73,45 @@ def test_report_has_every_plot_and_nothing_external() -> None:
 def test_empty_timeline_is_an_error() -> None:
     with pytest.raises(LaglessError, match="no samples"):
         build_report([])
+
+
+def test_report_shows_settings_input_rate_partitions_paused_and_dlq() -> None:
+    samples = [
+        Sample(ts=1000.0 + i, interval=1.0, throughput=90.0, input_rate=120.0, dlq_rate=1.0,
+               lag_records=5.0 * i, lag_partitions={"orders[0]": 3.0 * i, "orders[1]": 2.0 * i},
+               paused=1.0 if i == 2 else 0.0)
+        for i in range(1, 5)
+    ]  # fmt: skip
+    html = build_report(samples, settings={"group": "g-orders", "max_in_flight": 200})
+    assert "<th>group</th><td>g-orders</td>" in html
+    assert "<th>max_in_flight</th><td>200</td>" in html
+    for plot in ("plot-paused", "plot-dlq"):
+        assert f'id="{plot}"' in html
+    assert "orders[0]" in html and "orders[1]" in html  # lag per partition, in the legend
+    assert ">input<" in html and ">processed<" in html
+    assert "No settings recorded" in build_report(samples)
+
+
+def test_backlog_and_micro_batch_duration() -> None:
+    samples = [
+        Sample(ts=1000.0, interval=1.0),  # before the consumer reported anything
+        Sample(ts=1001.0, interval=1.0, lag_records=600.0, batches=1.0, batch_seconds=2.5),
+        Sample(ts=1002.0, interval=1.0, processed=600.0, batches=2.0, batch_seconds=4.0),
+    ]
+    rows = dict(summary(samples))
+    assert rows["lag (records) at start: the backlog found"] == "600"
+    assert rows["micro-batch duration, max"] == "4 s"
+    html = build_report(samples)
+    assert 'id="plot-batches"' in html
+    assert 'id="plot-batches"' not in build_report(run())  # no Spark, no batch plot
+
+
+def test_long_legends_wrap_inside_the_chart() -> None:
+    names = [f"demo-jobs-20261123-140457[{p}]" for p in range(9)]
+    series = [Series(n, [(0.0, 1.0), (1.0, 2.0)]) for n in names]
+    svg = render(Chart("c", "title", "records", series))
+    xs = [float(x) for x in re.findall(r'<text x="([-\d.]+)"[^>]*class="legend"', svg)]
+    assert len(xs) == 9 and min(xs) >= 0
+    assert all(x + 7 * len(names[0]) <= 920 for x in xs)  # every label ends inside
+    height = int(re.search(r'height="(\d+)"', svg).group(1))  # type: ignore[union-attr]
+    assert height > 230  # the chart grew to hold the wrapped rows

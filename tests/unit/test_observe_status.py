@@ -32,6 +32,13 @@ def test_frozen_commits_with_lag_and_no_members_is_stop() -> None:
     assert evaluate(obs, window=5, active=False) == Status.STOP
 
 
+def test_behind_with_no_members_is_stop_at_once_never_ok() -> None:
+    # one look, no window of history yet: a group nobody consumes is not OK
+    assert evaluate(history((10, 20)), window=30, active=False) == Status.STOP
+    assert evaluate(history((10, 20)), window=30, active=None) == Status.OK
+    assert evaluate(history((20, 20)), window=30, active=False) == Status.OK  # caught up
+
+
 def test_moving_commits_with_lag_never_going_down_is_warn() -> None:
     obs = history((10, 20), (12, 24), (14, 28), (16, 32), (18, 36), (20, 40))
     assert evaluate(obs, window=5, active=True) == Status.WARN

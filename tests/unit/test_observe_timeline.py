@@ -121,3 +121,57 @@ def test_wrong_field_type_names_the_field(tmp_path: Path) -> None:
 def test_missing_timeline_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(LaglessError, match="no timeline"):
         load_timeline(tmp_path)
+
+
+def test_input_rate_dlq_rate_and_lag_per_partition() -> None:
+    m = Metrics()
+    m.end_offset.labels("t", "0").set(100)
+    m.lag_records.labels("t", "0").set(10)
+    before = snapshot(m)
+    m.end_offset.labels("t", "0").set(150)  # 50 records written in 2 s
+    m.end_offset.labels("t", "1").set(999)  # first seen now: adds nothing to the rate
+    m.lag_records.labels("t", "1").set(4)
+    m.dlq_records.labels("t").inc(6)
+    sample = make_sample(snapshot(m), before, ts=2.0, seconds=2.0)
+    assert sample.input_rate == 25.0
+    assert sample.dlq_rate == 3.0
+    assert sample.lag_partitions == {"t[0]": 10.0, "t[1]": 4.0}
+    assert make_sample(Snapshot(), Snapshot(), ts=1.0, seconds=1.0).input_rate is None
+
+
+def test_recorder_writes_the_run_settings(tmp_path: Path) -> None:
+    with Recorder(Metrics(), tmp_path, interval=0.2, settings={"group": "g", "ordering": "key"}):
+        pass
+    assert json.loads((tmp_path / "run.json").read_text()) == {"group": "g", "ordering": "key"}
+
+
+def test_short_runs_are_sampled_four_times_per_interval(tmp_path: Path) -> None:
+    with Recorder(Metrics(), tmp_path, interval=0.4) as recorder:
+        time.sleep(0.75)
+    assert recorder.samples_written >= 5  # every 0.1 s in the first seconds, not 0.4 s
+
+
+def test_percentiles_are_exact_while_recording(tmp_path: Path) -> None:
+    m = Metrics()
+    for v in range(1, 101):  # nothing kept without a recorder
+        m.e2e_latency.labels("t").observe(v)
+    assert m.e2e_exact.drain() == ([], True)
+    recorder = Recorder(m, tmp_path, interval=60).start()
+    try:
+        for v in range(1, 101):  # 1..100 s: buckets 90..120 would interpolate p95, p99
+            m.e2e_latency.labels("t").observe(float(v))
+        sample = recorder.sample()
+    finally:
+        recorder.stop()
+    assert sample is not None and sample.e2e_exact
+    assert (sample.e2e_p50, sample.e2e_p95, sample.e2e_p99) == (50.0, 95.0, 99.0)
+    assert m.e2e_exact.enabled is False
+
+
+def test_without_exact_values_percentiles_come_from_buckets() -> None:
+    m = Metrics()
+    before = snapshot(m)
+    for v in range(1, 101):
+        m.e2e_latency.labels("t").observe(float(v))
+    sample = make_sample(snapshot(m), before, ts=1.0, seconds=1.0)
+    assert sample.e2e_exact is False and sample.e2e_p50 is not None

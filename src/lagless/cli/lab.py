@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
 from lagless.cli.common import err_console, interactive, kafka_conf, out_console, print_json
-from lagless.errors import LaglessError
+from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.cluster import describe_cluster
 from lagless.lab.measures import Improvements, improvement
 from lagless.lab.model import ScenarioData, ScenarioReport
@@ -43,11 +46,12 @@ def table(broker: str, reports: list[ScenarioReport]) -> Table:
         out.add_column(name, justify="left" if name == "scenario" else "right")
     for r in reports:
         m = r.measures
+        name = r.scenario if r.failed is None else f"{r.scenario} (FAILED)"
         if m is None:
-            out.add_row(r.scenario, *["-"] * 9)
+            out.add_row(name, *["-"] * 9)
             continue
         out.add_row(
-            r.scenario,
+            name,
             str(m.rebalances),
             f"{_fmt(m.rebalance_s.avg)} / {_fmt(m.rebalance_s.max)}",
             _fmt(m.max_unconsumed_s),
@@ -62,12 +66,29 @@ def table(broker: str, reports: list[ScenarioReport]) -> Table:
 
 
 def notes(reports: list[ScenarioReport], best: Improvements) -> list[str]:
-    lines = [f"{r.scenario}: {r.note}" for r in reports if r.note]
-    found = best.best
+    lines = [f"{r.scenario}: FAILED: {r.failed}" for r in reports if r.failed]
+    lines += [f"{r.scenario}: {r.note}" for r in reports if r.note]
+    found = best_json(best)
     if found is not None:
-        scenario, figure, ratio = found
-        lines.append(f"best improvement vs {best.baseline}: {ratio:.1f}x ({figure}, {scenario})")
+        lines.append(
+            f"best improvement vs {best.baseline}: {found['ratio']:.1f}x "
+            f"({found['figure']}, {found['scenario']})"
+        )
     return lines
+
+
+@contextlib.contextmanager
+def interrupt_on_sigterm() -> Iterator[None]:
+    """SIGTERM interrupts the lab like Ctrl-C: the running scenario stops its instances."""
+
+    def interrupt(signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
@@ -107,6 +128,10 @@ def rebalance(
     work_ms: Annotated[int, typer.Option(help="milliseconds of work per record (W)")] = 1,
     warmup: Annotated[float, typer.Option(help="seconds of steady state before rolling")] = 15.0,
     rollouts: Annotated[int, typer.Option(help="rollouts (each restarts every instance)")] = 1,
+    min_ready: Annotated[
+        float,
+        typer.Option(help="seconds a new instance must stay ready to count (minReadySeconds)"),
+    ] = 5.0,
     max_surge: Annotated[
         int | None, typer.Option(help="override every scenario's maxSurge")
     ] = None,
@@ -116,6 +141,9 @@ def rebalance(
     out: Annotated[
         Path | None, typer.Option(help="directory for the instances' records and report.html")
     ] = None,
+    keep_topics: Annotated[
+        bool, typer.Option(help="keep each scenario's topic (default: deleted once measured)")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object at the end")] = (
         False
     ),
@@ -124,47 +152,82 @@ def rebalance(
     chosen = parse_scenarios(scenarios)
     config = LabConfig(
         instances=instances, partitions=partitions, rate=rate, work_ms=work_ms,
-        warmup_s=warmup, rollouts=rollouts, max_surge=max_surge,
-        max_unavailable=max_unavailable,
+        warmup_s=warmup, rollouts=rollouts, min_ready_s=min_ready, max_surge=max_surge,
+        max_unavailable=max_unavailable, keep_topics=keep_topics,
     )  # fmt: skip
+    directory = out or Path("out") / "lab" / time.strftime("%Y%m%d-%H%M%S")
+    writable(directory)
     conf = kafka_conf(ctx)
     cluster = describe_cluster(conf)
-    directory = out or Path("out") / "lab" / time.strftime("%Y%m%d-%H%M%S")
-    with progress(interactive() and not as_json) as show:
+    items: list[tuple[ScenarioReport, ScenarioData | None]] = []
+    interrupted: str | None = None
+    with progress(interactive() and not as_json) as show, interrupt_on_sigterm():
         runs = [ScenarioRun(conf, cluster, config, s, directory / s.name, show) for s in chosen]
-        items: list[tuple[ScenarioReport, ScenarioData | None]] = [run.run() for run in runs]
+        for run in runs:
+            try:
+                items.append(run.run())
+            except KeyboardInterrupt:
+                interrupted = run.scenario.name
+                break
     reports = [report for report, _ in items]
-    best = improvement(reports)
-    directory.mkdir(parents=True, exist_ok=True)
+    best = improvement([r for r in reports if r.failed is None])
     page = directory / "report.html"
     page.write_text(render_page(cluster.name, items), encoding="utf-8")
     problems = verdict(reports)
+    if interrupted is not None:
+        problems.append(f"interrupted during {interrupted}: the scenarios before it are shown")
     if as_json:
         doc: dict[str, Any] = {
             "broker": cluster.to_json(),
             "scenarios": [r.to_json() for r in reports],
-            "best_improvement": (
-                None if best.best is None else dict(zip(BEST_KEYS, best.best, strict=True))
-            ),
+            "best_improvement": best_json(best),
             "report": str(page),
             "problems": problems,
         }
         print_json(doc)
     else:
-        out_console.print(table(cluster.name, reports), width=max(out_console.width, TABLE_WIDTH))
+        wide = Console(width=max(out_console.width, TABLE_WIDTH), soft_wrap=True)
+        wide.print(table(cluster.name, reports))
         for line in notes(reports, best):
-            out_console.print(line, soft_wrap=True)
-        out_console.print(f"page: {page}", soft_wrap=True)
+            out_console.print(line, soft_wrap=True, highlight=False, markup=False)
+        out_console.print(f"page: {page}", soft_wrap=True, highlight=False, markup=False)
+    if interrupted is not None:
+        sys.stderr.write(f"lagless: interrupted during {interrupted}\n")
+        raise typer.Exit(130)
     if problems:
         raise LaglessError("; ".join(problems))
 
 
+def writable(directory: Path) -> None:
+    """Create ``directory`` (before anything starts); a one-line ConfigError if it cannot be."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / ".lagless-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"--out {directory}: cannot write there: {exc.strerror or exc}") from None
+
+
+def best_json(best: Improvements) -> dict[str, Any] | None:
+    found = best.best
+    if found is None or found[2] <= 1.0:
+        return None
+    return dict(zip(BEST_KEYS, found, strict=True))
+
+
 def verdict(reports: list[ScenarioReport]) -> list[str]:
-    """What makes the run fail: lost records, a group not committed to its end."""
+    """What makes the run fail: a scenario that could not finish, lost records, a group not
+    committed to the end of its topic, or nothing measured at all."""
     problems: list[str] = []
     for r in reports:
+        if r.failed is not None:
+            problems.append(f"{r.scenario} failed: {r.failed}")
+            continue
         if r.measures is not None and r.measures.lost:
             problems.append(f"{r.scenario}: {r.measures.lost} records lost")
         if r.supported and r.committed_to_end is False:
             problems.append(f"{r.scenario}: the group did not commit the end of {r.topic}")
+    if reports and not any(r.supported for r in reports):
+        problems.append("no scenario could run on this broker")
     return problems

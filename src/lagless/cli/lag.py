@@ -14,7 +14,7 @@ from rich.table import Table
 from lagless.cli.common import interactive, kafka_conf, out_console, print_json
 from lagless.errors import ConfigError
 from lagless.kafka.offsets import PartitionKey
-from lagless.observe.lag import LagReader, PartitionLag, measure_lag, totals
+from lagless.observe.lag import LagReader, PartitionLag, activity, measure_lag, totals
 from lagless.observe.status import Observation, Status, coverage, evaluate, in_window, worst
 
 STATUS_STYLE = {Status.OK: "green", Status.WARN: "yellow", Status.STALL: "red", Status.STOP: "red"}
@@ -95,7 +95,7 @@ def lag(
             out_console.print(lag_table(group, rows))
         return
     with LagReader(conf, group, topic) as reader:
-        reader.check()
+        reader.check()  # an unknown group fails at once; one that has not committed is awaited
         watch_loop(reader, interval, window, iterations, as_json)
 
 
@@ -112,8 +112,10 @@ def watch_loop(
         next_at = time.monotonic()
         while iterations is None or done < iterations:
             now = time.monotonic()
-            rows = reader.measure()
-            active = reader.group_active()
+            info = reader.describe()
+            assigned = {t for m in info.members for t, _ in m.partitions} if info else set()
+            rows = reader.measure(assigned)
+            active = activity(info)
             statuses: dict[PartitionKey, Status] = {}
             complete = 1.0
             for row in rows:
@@ -122,7 +124,10 @@ def watch_loop(
                 statuses[row.key] = evaluate(seen, window, now, active)
                 complete = min(complete, coverage(seen, window, now))
             done += 1
-            emit(reader.group, rows, statuses, active, complete, as_json, live)
+            if rows:
+                emit(reader.group, rows, statuses, active, complete, as_json, live)
+            else:
+                emit_waiting(reader.group, active, as_json)
             if iterations is not None and done >= iterations:
                 break
             next_at = max(next_at + interval, time.monotonic())  # a slow look: no catch-up burst
@@ -130,6 +135,20 @@ def watch_loop(
     finally:
         if live is not None:
             live.stop()
+
+
+def emit_waiting(group: str, active: bool | None, as_json: bool) -> None:
+    """A look at a group that has committed nothing yet (and has no --topic)."""
+    if as_json:
+        print_json(
+            {"group": group, "partitions": [], "status": "WAITING", "active": active,
+             "ts": round(time.time(), 3)}
+        )  # fmt: skip
+        return
+    members = {True: "members active", False: "no active members", None: "members unknown"}
+    out_console.print(
+        f"group {group}: no committed offsets yet ({members[active]}); waiting for a commit"
+    )
 
 
 def emit(

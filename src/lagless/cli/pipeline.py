@@ -94,7 +94,7 @@ def run(
     PipelineConfig.build(**values)  # bad input fails before connecting or starting Spark
     config = PipelineConfig.build(**{**values, "kafka": kafka_conf(ctx)})
     prepare_topics(config)  # a missing topic fails before Spark starts
-    metrics = Metrics()
+    metrics = Metrics(group=config.group)
     if metrics_port is not None:
         try:
             metrics.serve(metrics_port)
@@ -113,7 +113,13 @@ def run(
             if record is not None:
                 from lagless.observe.timeline import Recorder
 
-                stack.enter_context(Recorder(metrics, record, interval=1.0))
+                settings = {
+                    "run": "lagless pipeline run", "topic": config.topic,
+                    "group": config.group or "-", "trigger": config.trigger,
+                    "max_offsets_per_trigger": config.max_offsets_per_trigger or "-",
+                    "dlq_topic": config.dlq_topic or "-", "master": config.master,
+                }  # fmt: skip
+                stack.enter_context(Recorder(metrics, record, interval=1.0, settings=settings))
             spark = build_session(
                 config.master, app_name=f"lagless-pipeline-{topic}", log_level=spark_log_level()
             )

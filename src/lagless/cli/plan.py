@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from lagless.cli.common import kafka_conf, out_console, print_json
+from lagless.cli.common import given, kafka_conf, note, out_console, print_json
 from lagless.errors import ClusterError, ConfigError
 from lagless.kafka.offsets import OffsetProbe
 from lagless.plan.sizing import Plan, PlanInput, make_plan
@@ -59,13 +59,20 @@ def plan(
     if measure_seconds <= 0:
         raise ConfigError("--measure-seconds must be positive")
     sleeps = parse_sleep_range(sleep_ms)
+    chosen = workload or (Workload.JOBS if handler == "sleep" else Workload.EVENTS)
+    if given(ctx, "sleep_ms") and chosen is not Workload.JOBS:
+        raise ConfigError(
+            f"--sleep-ms sets the jobs workload's sleep, but the records measured are "
+            f"{chosen.value}: add --workload jobs (with --handler sleep) or drop --sleep-ms"
+        )
     conf = kafka_conf(ctx)
     # the engine is imported only when measuring: the rest of the CLI does not depend on it
     from lagless.engine.handlers import load_handler
     from lagless.plan.measure import ConsumeOptions, measure
 
     run = load_handler(handler)
-    chosen = workload or (Workload.JOBS if handler == "sleep" else Workload.EVENTS)
+    why = "--workload" if workload else f"the default for --handler {handler}"
+    note(f"measuring with {measure_records:,} {chosen.value} records ({why})")
     existing = current_partitions(conf, topic)
     measured = measure(
         conf,
@@ -109,21 +116,19 @@ def plan(
         )
         print_json(doc)
         return
-    show(result, topic, existing, handler, measured.consume.failed)
+    show(result, topic, existing, handler)
 
 
 def plural(partitions: int) -> str:
     return f"{partitions} partition{'s' if partitions != 1 else ''}"
 
 
-def show(result: Plan, topic: str, existing: int | None, handler: str, failed: int) -> None:
+def show(result: Plan, topic: str, existing: int | None, handler: str) -> None:
     i = result.inputs
     out_console.print(
         f"one partition: produce {i.t_produce:,.0f} records/s ({i.profile.value} profile, "
         f"~{i.record_bytes} B records), consume {i.t_consume:,.0f} records/s (handler {handler})"
     )
-    if failed:
-        out_console.print(f"[yellow]the handler failed on {failed} records while measuring[/]")
     out_console.print(
         f"[bold]{topic}: {plural(result.partitions)}[/] for {i.target_rate:,.0f} records/s "
         f"= ceil(max({i.target_rate:,.0f}/{i.t_produce:,.0f}, {i.target_rate:,.0f}/"

@@ -2,8 +2,10 @@
 
 Library API (stable; the CLI, the demo and the planner call it in-process)::
 
+    from lagless.config import KafkaSettings
     from lagless.engine import EngineConfig, load_handler, run_engine
 
+    conf = KafkaSettings().to_librdkafka()  # LAGLESS_BOOTSTRAP / the config file
     config = EngineConfig.build(topics=("jobs",), group="g1", ordering="unordered",
                                 max_in_flight=200, on_failure="skip", until_idle_s=5)
     summary = run_engine(conf, config, load_handler("sleep"), metrics=None, stop=None)
@@ -15,7 +17,8 @@ Library API (stable; the CLI, the demo and the planner call it in-process)::
   consumer properties are derived from it and ``config`` by ``EngineConfig.consumer_conf``.
 * ``config``: :class:`EngineConfig` (frozen; ``EngineConfig.build(**kw)`` turns validation
   errors into a one-line ``ConfigError``). Stop conditions: ``count``, ``until_idle_s``.
-* ``handler``: ``Callable[[Record], object]``; an exception fails the attempt (retried, then
+* ``handler``: ``Callable[[Record], object]`` or an ``async def`` (run on the engine's
+  event loop, see ``aio``); any exception fails the attempt (retried, then
   dead-lettered or stop/skip per ``on_failure``), ``DecodeError`` goes straight to the DLQ.
   With ``batch_size=N`` it is a batch handler, ``Callable[[Sequence[Record]], object]``
   (returning None, or ``{record: exception}`` for the records that failed; the rule for
@@ -30,7 +33,8 @@ Returns a :class:`RunSummary`; raises ``RecordError`` when a record fails with
 ``on_failure=stop``, ``ClusterError`` on a fatal consumer or DLQ error (after committing what
 is safe). Module map: ``poller`` (the loop; its parts ``core``, ``completions``,
 ``committing``, ``rebalance``, ``watch``), ``ordering``, ``tracker`` + ``offset_map``,
-``backpressure``, ``commit``, ``retry``, ``dlq``, ``workers``, ``config``, ``summary``.
+``backpressure``, ``commit``, ``retry``, ``dlq``, ``workers``, ``aio``, ``idle``, ``topics``,
+``config``, ``summary``.
 """
 
 from __future__ import annotations

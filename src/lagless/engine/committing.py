@@ -48,11 +48,12 @@ class Committing(EngineCore):
                 self._consumer.commit(offsets=offsets, asynchronous=True)
                 result = []
         except KafkaException as exc:
-            log.warning("commit of %d partitions failed: %s", len(offsets), exc.args[0])
+            self._commit_failed(exc.args[0], len(offsets))
             return
         failed = {(tp.topic, tp.partition) for tp in result if tp.error is not None}
         if failed:
-            log.warning("commit failed for %s", sorted(failed))
+            first = next(tp.error for tp in result if tp.error is not None)
+            self._commit_failed(first, len(failed))
         for state, mark in marks:
             if state.tp not in failed:
                 state.last_commit = mark
@@ -68,11 +69,27 @@ class Committing(EngineCore):
             return
         if err is not None and err.code() == KafkaError._NO_OFFSET:
             return
-        log.warning("commit failed for %d partitions: %s", len(failed), err or failed[0].error)
+        self._commit_failed(err or failed[0].error, len(failed))
         for tp in failed:
             state = self._states.get((tp.topic, tp.partition))
             if state is not None:
                 state.last_commit = None
+
+    def _commit_failed(self, error: KafkaError | None, partitions: int) -> None:
+        """Log a failed commit once per failure kind between two rebalances (a rebalance
+        fails every in-flight asynchronous commit the same way); repeats at DEBUG. The next
+        commit sends the offsets again."""
+        kind = error.name() if isinstance(error, KafkaError) else str(error)
+        if kind in self._commit_failures_logged:
+            log.debug("commit failed for %d partitions: %s", partitions, error)
+            return
+        self._commit_failures_logged.add(kind)
+        log.warning(
+            "commit failed for %d partitions: %s (logged once per kind per rebalance; the "
+            "next commit retries)",
+            partitions,
+            error,
+        )
 
     def _check_metadata(self, sent: list[TopicPartition]) -> None:
         """Read the first offset map back: does this broker keep commit metadata?"""

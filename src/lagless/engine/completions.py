@@ -15,9 +15,9 @@ from lagless.engine.core import EngineCore
 from lagless.engine.dlq import DeadLettered
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
 from lagless.engine.record import Record
-from lagless.engine.retry import Outcome
+from lagless.engine.retry import Outcome, TaskResult
 from lagless.engine.workers import Completion
-from lagless.errors import ClusterError, LaglessError, RecordError
+from lagless.errors import LaglessError, RecordError
 from lagless.observe.metrics import observe_many
 
 log = logging.getLogger(__name__)
@@ -61,16 +61,27 @@ class Completing(EngineCore):
         if state is not None:
             state.in_flight -= count
             self._dispatcher.release(records)
-        if done.fatal is not None:
-            where = records[0].coordinates
-            self._fail(LaglessError(f"worker failed on a task from {where}: {done.fatal}"))
-            return
+        else:  # from an earlier assignment of the partition: its lanes may be waited for
+            self._dispatcher.release_orphan(records)
         result = done.result
+        if done.fatal is not None:
+            if state is not None and result is not None:
+                self._results(state, records, done.epoch, result)  # those that ended before
+            where = records[done.fatal_at].coordinates
+            self._fail(LaglessError(f"worker failed on {where}: {done.fatal}"))
+            return
         if state is None or result is None:
             return  # not ours any more: re-run by the next owner
-        observe_many(state.metrics.processing, result.seconds)
-        if self.config.batch_size is None:
-            self._pace(result.seconds)
+        self._results(state, records, done.epoch, result)
+
+    def _results(
+        self, state: PartitionState, records: list[Record], epoch: int, result: TaskResult
+    ) -> None:
+        """A task's records finished: the successful ones are done, the failed go their way."""
+        if result.seconds:
+            observe_many(state.metrics.processing, result.seconds)
+            if self.config.batch_size is None:
+                self._pace(result.seconds)
         failed = result.failed
         if not failed:
             self._finish(state, records, result.finished_at, OK)
@@ -82,7 +93,7 @@ class Completing(EngineCore):
             OK,
         )
         for index, outcome in failed.items():
-            self._failed(state, records[index], done.epoch, outcome)
+            self._failed(state, records[index], epoch, outcome)
 
     def _pace(self, seconds: list[float]) -> None:
         """Follow a per-record handler's seconds per record (an exponential average)."""
@@ -117,11 +128,13 @@ class Completing(EngineCore):
         if state is None:
             return
         state.dead_letters -= 1
-        if letter.error is not None:
+        if letter.error is not None:  # not dead-lettered: stop, the record uncommitted
             self._fail(
-                ClusterError(
-                    f"cannot write the dead letter of {letter.record.coordinates} "
-                    f"to {self.config.dlq_topic!r}: {letter.error}"
+                RecordError(
+                    f"cannot write the dead letter to {self.config.dlq_topic!r} "
+                    f"({letter.error}) of a record that failed: "
+                    f"{letter.outcome.error_class}: {letter.outcome.error_message}",
+                    letter.record.coordinates,
                 )
             )
             return

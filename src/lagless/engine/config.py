@@ -7,11 +7,19 @@ is the one place the librdkafka consumer settings are derived from it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from lagless.errors import ConfigError
 
@@ -29,6 +37,16 @@ class OnFailure(StrEnum):
 
     STOP = "stop"  # stop the engine; the record stays uncommitted (re-run after a restart)
     SKIP = "skip"  # log it and move on (counted as skipped)
+
+
+TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def check_topic(name: str) -> str:
+    """``name`` if Kafka accepts it as a topic name (1-249 of ``a-zA-Z0-9._-``)."""
+    if not TOPIC_NAME.fullmatch(name) or name in (".", ".."):
+        raise ValueError(f"{name!r} is not a topic name (1-249 characters of a-z A-Z 0-9 . _ -)")
+    return name
 
 
 Assignor = Literal["cooperative-sticky", "range", "roundrobin"]
@@ -104,6 +122,16 @@ class EngineConfig(BaseModel):
         50, ge=0, description="broker long-poll wait: bounds how long a resumed partition idles"
     )
     consumer_overrides: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("topics")
+    @classmethod
+    def _topic_names(cls, topics: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(check_topic(t) for t in topics)
+
+    @field_validator("dlq_topic")
+    @classmethod
+    def _dlq_topic_name(cls, topic: str | None) -> str | None:
+        return None if topic is None else check_topic(topic)
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -26,7 +26,7 @@ from lagless.engine.health import Health
 from lagless.engine.ledger import Ledger
 from lagless.engine.ordering import Dispatcher
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionKey, PartitionState
-from lagless.engine.summary import LatencyLog, Progress
+from lagless.engine.summary import LatencyLog, Progress, Timing
 from lagless.engine.workers import Workers
 from lagless.errors import LaglessError
 from lagless.observe.metrics import Metrics
@@ -58,9 +58,10 @@ class EngineCore:
         self._events = events
         self._ledger = ledger
         self._ready_emitted = False
+        self._never_assigned_warned = False
         self._conf = dict(conf)
         self._handler = handler
-        self.metrics = metrics or Metrics()
+        self.metrics = metrics or Metrics(group=config.group)
         self._stop = stop or threading.Event()
         self._on_progress = on_progress
         self._completions: SimpleQueue[object] = SimpleQueue()
@@ -85,12 +86,15 @@ class EngineCore:
         self._metadata_kept: bool | None = None
         self._failure: LaglessError | None = None
         self._stopping = False
+        self._hurry = False  # stop at once: no drain, commit what is safe (a second Ctrl-C)
         self._closing = False
         self._started = time.monotonic()
+        self._timing = Timing(self._started)  # the run's figures: see Timing
         self._last_activity = self._started
         self._next_watch = self._started
         self._last_poll = self._started
         self._reported_errors: set[tuple[int, str | None]] = set()
+        self._commit_failures_logged: set[str] = set()  # kinds logged since the last rebalance
         self._consumer: Consumer | None = None
         self._workers: Workers | None = None
         self._dlq: DeadLetterQueue | None = None
@@ -104,6 +108,7 @@ class EngineCore:
         state.finished += records
         state.metrics.finished[kind].inc(records)
         self._policy.finished(records)
+        self._timing.last_finished = time.monotonic()
 
     def _emit(self, kind: EventKind, keys: Iterable[PartitionKey] = (), **extra: Any) -> None:
         if self._events is not None:

@@ -3,7 +3,10 @@
 The dead letter keeps the original key, value and headers and adds the ``lagless-dlq-*``
 headers below. A record counts as finished (and may be committed past) only once the broker
 acknowledged its dead letter: the delivery report comes back through the poll loop's
-completion queue as a :class:`DeadLettered`.
+completion queue as a :class:`DeadLettered`, and so does a dead letter refused before
+sending. The producer is sized for any record the consumer can deliver
+(:func:`dlq_message_max_bytes`); a record that still cannot be dead-lettered stops the run
+with its coordinates, uncommitted.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 from queue import SimpleQueue
 from typing import Any
 
-from confluent_kafka import KafkaError, Message
+from confluent_kafka import KafkaError, KafkaException, Message
 
 from lagless.engine.record import Record
 from lagless.engine.retry import Outcome
@@ -29,6 +32,19 @@ H_TIMESTAMP = "lagless-dlq-timestamp"
 
 
 Headers = list[tuple[str, str | bytes | None]]
+
+# The largest record the consumer can deliver is bounded by its receive.message.max.bytes
+# (librdkafka's default: 100 MB); the dead letter adds its headers. librdkafka's ceiling.
+RECEIVE_MAX_DEFAULT = 100_000_000
+HEADERS_ROOM = 64 * 1024
+MESSAGE_MAX_CEILING = 1_000_000_000
+
+
+def dlq_message_max_bytes(conf: Mapping[str, Any]) -> int:
+    """``message.max.bytes`` for the DLQ producer: whatever the source can deliver fits."""
+    receive = int(conf.get("receive.message.max.bytes", RECEIVE_MAX_DEFAULT))
+    wanted = max(receive, int(conf.get("message.max.bytes", 0))) + HEADERS_ROOM
+    return min(MESSAGE_MAX_CEILING, wanted)
 
 
 def dead_letter_headers(record: Record, outcome: Outcome) -> Headers:
@@ -64,7 +80,13 @@ class DeadLetterQueue:
         self.topic = topic
         self._completions = completions
         self._producer = make_producer(
-            {**conf, "acks": "all", "enable.idempotence": True, "linger.ms": 5}
+            {
+                **conf,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "message.max.bytes": dlq_message_max_bytes(conf),
+            }
         )
 
     def publish(self, record: Record, epoch: int, outcome: Outcome) -> None:
@@ -72,13 +94,16 @@ class DeadLetterQueue:
             error = None if err is None else err.str()
             self._completions.put(DeadLettered(record, epoch, outcome, error))
 
-        self._producer.produce(
-            self.topic,
-            record.value,
-            key=record.key,
-            headers=dead_letter_headers(record, outcome),
-            on_delivery=report,
-        )
+        try:
+            self._producer.produce(
+                self.topic,
+                record.value,
+                key=record.key,
+                headers=dead_letter_headers(record, outcome),
+                on_delivery=report,
+            )
+        except KafkaException as exc:  # refused before sending (e.g. too large): reported too
+            self._completions.put(DeadLettered(record, epoch, outcome, exc.args[0].str()))
         self._producer.poll(0)
 
     def poll(self) -> None:

@@ -4,15 +4,19 @@ A handler is ``Callable[[Record], object]``; an exception means the record faile
 retried, then dead-lettered). :class:`DecodeError` means the record can never succeed: it
 goes straight to the dead-letter topic. A batch handler (``batch_size`` set) is
 ``Callable[[Sequence[Record]], object]``: see :mod:`lagless.engine.batch` for what its result
-and its exceptions mean. Built-ins, each per record and per batch: ``sleep`` (the jobs
-workload: sleeps the record's ``sleep_ms``; a batch sleeps their sum and names the records it
-cannot decode as failed) and ``noop``; anything else is ``module:function``.
+and its exceptions mean. An ``async def`` handler (per record or per batch) runs on the
+engine's event loop (:mod:`lagless.engine.aio`). Built-ins, each per record and per batch:
+``sleep`` (the jobs workload: sleeps the record's ``sleep_ms``; a batch sleeps their sum and
+names the records it cannot decode as failed) and ``noop``; anything else is
+``module:function``, imported from the current directory first, as ``python -m`` does.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -90,11 +94,29 @@ def load_handler(spec: str, batch: bool = False) -> Any:
         raise ConfigError(
             f"handler {spec!r} is not a built-in ({', '.join(BUILTINS)}) nor module:function"
         )
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)  # as `python -m` does: the user's module beside them
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigError(f"cannot import handler module {module_name!r}: {exc}") from None
+    except Exception as exc:  # the module itself raised: one line, not its traceback
+        where = _raised_at(exc)
+        raise ConfigError(
+            f"handler module {module_name!r} raised at import{where}: {type(exc).__name__}: {exc}"
+        ) from None
     func = getattr(module, attr, None)
     if not callable(func):
         raise ConfigError(f"{module_name!r} has no callable {attr!r}")
     return func
+
+
+def _raised_at(exc: BaseException) -> str:
+    """`` (file:line)`` of the innermost frame of the traceback, '' if there is none."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return ""
+    return f" ({tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"

@@ -16,6 +16,11 @@ The :class:`Dispatcher` hands out tasks round-robin over partitions, so a slow r
 back only its own lane: there is no single queue every partition waits in. With a *linger*
 (batch handlers), a partition holding fewer than ``size`` records waits until its oldest held
 record waited ``linger_s`` before its task goes.
+
+A task still running when its partition is closed (revoked past ``--revoke-budget``, or
+lost) keeps all its lanes busy: if the partition comes back before it ends, the new
+assignment's records of those lanes (the whole partition with ``partition`` ordering) wait for
+it (:meth:`Dispatcher.release_orphan`), so no key runs twice at once.
 """
 
 from __future__ import annotations
@@ -82,6 +87,15 @@ class PartitionQueue:
         self.ready.extend(records)
         return len(records)
 
+    def occupy(self, lane: Hashable) -> None:
+        """Mark ``lane`` busy (its task runs elsewhere) until released."""
+        self._lanes.setdefault(lane, deque())
+
+    def busy_lanes(self) -> set[Hashable]:
+        """Lanes with a task running (a lane is present while its head record is ready or its
+        task runs; a ready one has not started)."""
+        return set(self._lanes) - {lane_of(r, self.ordering) for r in self.ready}
+
     def take(self, size: int) -> list[Record]:
         """Start up to ``size`` records: ready ones, each followed by its lane's waiting ones.
 
@@ -139,17 +153,25 @@ class Dispatcher:
         self.ready = 0  # of which ready to start now
         self.starving = 0  # open partitions holding no record
         self.lingering_until: float | None = None  # the next time a lingering task is due
+        self._orphans: dict[PartitionKey, set[Hashable]] = {}  # lanes busy from a closed queue
 
     def open(self, tp: PartitionKey) -> None:
         if tp not in self._queues:
-            self._queues[tp] = PartitionQueue(self.ordering)
+            queue = PartitionQueue(self.ordering)
+            for lane in self._orphans.get(tp, ()):
+                queue.occupy(lane)  # a record of an earlier assignment still runs there
+            self._queues[tp] = queue
             self.starving += 1
 
     def close(self, tp: PartitionKey) -> int:
-        """Stop dispatching ``tp``; its records not started are dropped. Returns how many."""
+        """Stop dispatching ``tp``; its records not started are dropped. Returns how many.
+        The lanes of its records still running stay busy until :meth:`release_orphan`."""
         queue = self._queues.pop(tp, None)
         if queue is None:
             return 0
+        busy = queue.busy_lanes()
+        if busy:
+            self._orphans[tp] = busy
         self.held -= queue.held
         self.ready -= len(queue.ready)
         if not queue.held:
@@ -186,9 +208,33 @@ class Dispatcher:
         first = records[0]
         tp = (first.topic, first.partition)
         queue = self._queues.get(tp)
-        if queue is None:
+        if queue is None:  # closed while it ran (a revoke waiting out its budget)
+            self.release_orphan(records)
             return
         freed = queue.release(records)
+        if freed:
+            self.ready += freed
+            self._schedule(tp)
+
+    def release_orphan(self, records: Sequence[Record]) -> None:
+        """A task of a closed assignment of its partition ended: free its lanes (in the
+        partition's current queue, if the partition came back)."""
+        first = records[0]
+        tp = (first.topic, first.partition)
+        lanes = self._orphans.get(tp)
+        if lanes is None:
+            return
+        ordering = self.ordering
+        ended = {lane_of(record, ordering) for record in records} & lanes
+        if not ended:
+            return
+        lanes -= ended
+        if not lanes:
+            del self._orphans[tp]
+        queue = self._queues.get(tp)
+        if queue is None:
+            return
+        freed = queue.release([r for r in records if lane_of(r, ordering) in ended])
         if freed:
             self.ready += freed
             self._schedule(tp)

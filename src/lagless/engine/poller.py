@@ -29,11 +29,13 @@ from lagless.engine.completions import Completing
 from lagless.engine.core import ProgressFn, topic_partition
 from lagless.engine.dlq import DeadLetterQueue
 from lagless.engine.events import EventKind
+from lagless.engine.idle import consumed_to_end
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionKey, PartitionState
 from lagless.engine.rebalance import Rebalancing
 from lagless.engine.record import Record
 from lagless.engine.retry import RetryPolicy
-from lagless.engine.summary import RunSummary
+from lagless.engine.summary import RunSummary, Timing
+from lagless.engine.topics import check_topics_exist
 from lagless.engine.watch import Watching
 from lagless.engine.workers import make_workers
 from lagless.errors import ClusterError
@@ -65,6 +67,7 @@ class Engine(Rebalancing, Completing, Committing, Watching):
     def run(self) -> RunSummary:
         """Consume until a stop condition; drain, commit and close. Raises on failure."""
         config = self.config
+        self._timing = Timing(time.monotonic())
         self._workers = make_workers(
             config.processes,
             config.max_in_flight,
@@ -79,6 +82,7 @@ class Engine(Rebalancing, Completing, Committing, Watching):
             self._consumer = make_consumer(
                 config.consumer_conf({**self._conf, "on_commit": self._on_commit})
             )
+            check_topics_exist(self._consumer, config.topics, config.dlq_topic)
             self._consumer.subscribe(
                 list(config.topics),
                 on_assign=self._on_assign,
@@ -104,7 +108,7 @@ class Engine(Rebalancing, Completing, Committing, Watching):
             self._close()
         if self._failure is not None:
             raise self._failure
-        return self._summary()
+        return self.summary()
 
     def _should_stop(self) -> bool:
         if self._failure is not None or self._stop.is_set():
@@ -115,11 +119,18 @@ class Engine(Rebalancing, Completing, Committing, Watching):
         idle_s = self.config.until_idle_s
         if idle_s is None:
             return False
+        now = time.monotonic()
+        if not self._states:  # nothing assigned is not idle (see engine.idle)
+            self._last_activity = now
+            return False
         if self._in_flight or any(s.tracker.pending or s.busy for s in self._states.values()):
             return False
-        if not self._rebalances:  # idleness counts from joining the group (first assignment)
+        if now - self._last_activity < idle_s:
             return False
-        return time.monotonic() - self._last_activity >= idle_s
+        assert self._consumer is not None
+        latest = self.config.auto_offset_reset == "latest"
+        known = {key: state.tracker.committable for key, state in self._states.items()}
+        return consumed_to_end(self._consumer, known, latest)
 
     # -- poll -----------------------------------------------------------------------------
 
@@ -195,6 +206,7 @@ class Engine(Rebalancing, Completing, Committing, Watching):
     def _first_record(self, state: PartitionState) -> None:
         """The first record of ``state``'s partition since it was assigned here."""
         state.consuming = True
+        self._next_watch = 0.0  # gauges now: the backlog found at assignment shows in short runs
         self.health.received()
         self._emit(EventKind.CONSUMING, (state.tp,))
 
@@ -207,16 +219,22 @@ class Engine(Rebalancing, Completing, Committing, Watching):
             records = records[:room]
         if not records:
             return 0
-        fresh, skipped = tracker.receive_many([r.offset for r in records], now)
-        state.last_timestamp_ms = records[-1].timestamp_ms
-        if skipped:
-            self._count(state, SKIPPED, skipped)
+        fresh, skipped = tracker.receive_many(
+            [r.offset for r in records], now, [r.timestamp_ms for r in records]
+        )
         if fresh is None:
             self._dispatcher.push_many(records, now)
         else:
+            if not skipped and not any(fresh):
+                return len(records)  # all stale: re-deliveries, ignored
             self._dispatcher.push_many(
                 [r for r, new in zip(records, fresh, strict=True) if new], now
             )
+        if self._timing.first_received is None:
+            self._timing.first_received = now
+        state.last_timestamp_ms = records[-1].timestamp_ms
+        if skipped:
+            self._count(state, SKIPPED, skipped)
         return len(records)
 
     def _consumer_error(self, err: KafkaError, msg: Message) -> None:
@@ -245,12 +263,21 @@ class Engine(Rebalancing, Completing, Committing, Watching):
         """Start tasks while fewer than max_in_flight run."""
         assert self._workers is not None
         limit = self.config.max_in_flight
-        if self._tasks >= limit or self._stopping:
+        if self._tasks >= limit or self._stopping or self._failure is not None:
             return
         size = self._task_size()
+        left: int | None = None
+        count = self.config.count
+        if count is not None:  # start no more than --count can still use: exactly N finish
+            pending_letters = sum(s.dead_letters for s in self._states.values())
+            left = count - self.processed - pending_letters - self._in_flight
         now = time.monotonic()
         submit, next_task, states = self._workers.submit, self._dispatcher.next_task, self._states
         while self._tasks < limit:
+            if left is not None:
+                if left <= 0:
+                    break
+                size = min(size, left)
             records = next_task(size, now)
             if records is None:
                 break
@@ -259,6 +286,8 @@ class Engine(Rebalancing, Completing, Committing, Watching):
             state.in_flight += len(records)
             self._in_flight += len(records)
             self._tasks += 1
+            if left is not None:
+                left -= len(records)
             submit(records, state.epoch)
         self._max_in_flight_seen = max(self._max_in_flight_seen, self._tasks)
 
@@ -299,6 +328,24 @@ class Engine(Rebalancing, Completing, Committing, Watching):
 
     # -- stop -----------------------------------------------------------------------------
 
+    def request_stop(self) -> None:
+        """Stop gracefully (as setting the ``stop`` event does): drain, commit, close."""
+        self._stop.set()
+
+    @property
+    def stopping_requested(self) -> bool:
+        return self._stop.is_set()
+
+    def hurry(self) -> None:
+        """Stop at once (a second Ctrl-C): no waiting for in-flight records; what finished
+        is committed, what still runs is abandoned (re-run by the next owner)."""
+        self._hurry = True
+        self._stop.set()
+
+    @property
+    def hurried(self) -> bool:
+        return self._hurry
+
     def _shutdown(self) -> None:
         """Stop taking records, let in-flight ones finish (up to the budget), commit."""
         assert self._consumer is not None and self._workers is not None
@@ -311,12 +358,17 @@ class Engine(Rebalancing, Completing, Committing, Watching):
                 log.debug("pause at shutdown: %s", exc)
         deadline = time.monotonic() + self.config.shutdown_budget_s
         while self._in_flight or any(s.busy for s in self._states.values()):
+            if self._hurry:
+                log.warning("stopping at once: %d records abandoned", self._in_flight)
+                break
             if time.monotonic() >= deadline:
                 log.warning("shutdown: %d records still running after the budget", self._in_flight)
                 break
             self._consumer.consume(self.config.poll_batch, 0.0)  # serve callbacks only
             self._collect(wait=0.05)
         self._commit(list(self._states.values()), sync=True)
+        self._next_watch = 0.0  # the gauges' last word is the drained state, not a stale look
+        self._watch()
 
     def _begin_stopping(self) -> None:
         self._stopping = True
@@ -324,6 +376,9 @@ class Engine(Rebalancing, Completing, Committing, Watching):
         self._emit(EventKind.STOPPING)
 
     def _close(self) -> None:
+        if self._dlq is not None:  # dead letters delivered count before the last commit
+            self._dlq.flush(10.0)
+            self._collect(wait=0.0)
         if not self._stopping and self._consumer is not None:
             self._begin_stopping()
             try:  # an error ended the loop: still commit what is safe
@@ -332,7 +387,7 @@ class Engine(Rebalancing, Completing, Committing, Watching):
                 log.warning("commit after failure: %s", exc)
         self._closing = True
         if self._workers is not None:
-            self._workers.close(timeout=1.0)
+            self._workers.close(timeout=0.0 if self._hurry else 1.0)
         if self._dlq is not None:
             left = self._dlq.flush(10.0)
             if left:
@@ -361,18 +416,17 @@ class Engine(Rebalancing, Completing, Committing, Watching):
         # static members (group.instance.id) do not leave on close: their session holds the place
         self._emit(EventKind.STOPPED, left_group=config.static_id is None)
 
-    def _summary(self) -> RunSummary:
+    def summary(self) -> RunSummary:
+        """What the run did so far (the value :meth:`run` returns; after a failure too)."""
         for state in self._states.values():
             self._tally(state)
-        seconds = max(time.monotonic() - self._started, 1e-9)
         processed = self.processed
         return RunSummary(
             processed=processed,
             ok=self._counts[OK],
             dlq=self._counts[DLQ],
             skipped=self._counts[SKIPPED],
-            seconds=round(seconds, 3),
-            records_per_s=round(processed / seconds, 1),
+            **RunSummary.figures(processed, self._timing, time.monotonic()),
             commits=self._commits,
             rebalances=self._rebalances,
             pauses=self._pauses,

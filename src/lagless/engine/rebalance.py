@@ -15,12 +15,17 @@ from lagless.engine.tracker import PartitionTracker
 
 log = logging.getLogger(__name__)
 
+COMMITTED_TIMEOUT_S = 10.0  # reading commits in on_assign blocks the poll thread: bounded
+
 
 class Rebalancing(EngineCore):
     """Partitions come and go: their states are made, drained, committed and dropped here."""
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         started = time.monotonic()
+        self._commit_failures_logged.clear()  # a new generation: log each failure kind again
+        if self._timing.first_assigned is None:
+            self._timing.first_assigned = started
         self._emit(EventKind.ASSIGNED, [(tp.topic, tp.partition) for tp in partitions])
         self._rebalances += 1
         self.metrics.rebalances.labels("assign").inc()
@@ -52,9 +57,16 @@ class Rebalancing(EngineCore):
         if not partitions:
             return {}
         try:
-            back = consumer.committed([TopicPartition(tp.topic, tp.partition) for tp in partitions])
+            back = consumer.committed(
+                [TopicPartition(tp.topic, tp.partition) for tp in partitions],
+                timeout=COMMITTED_TIMEOUT_S,
+            )
         except KafkaException as exc:
-            log.warning("cannot read committed offsets: %s", exc.args[0])
+            log.warning(  # the consumer still starts at the committed offsets it fetches
+                "cannot read committed offsets in %.0f s: %s; offset maps not used",
+                COMMITTED_TIMEOUT_S,
+                exc.args[0],
+            )
             return {}
         out: dict[PartitionKey, tuple[int, frozenset[int]]] = {}
         for tp in back:

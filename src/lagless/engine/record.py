@@ -17,11 +17,11 @@ from lagless.errors import RecordCoordinates
 from lagless.kafka.records import header_pairs, timestamp_ms
 
 _new = tuple.__new__
-Header = tuple[str, bytes]
+Header = tuple[str, bytes | None]  # a value None: a null header value
 
 
 class LazyHeaders(Sequence[Header]):
-    """A record's headers, ``(name, value)`` pairs (a missing value as ``b""``), read from
+    """A record's headers, ``(name, value)`` pairs (a null value as None), read from
     the consumed message on first use. Compares, hashes and pickles as a tuple."""
 
     __slots__ = ("_msg", "_pairs")
@@ -33,7 +33,7 @@ class LazyHeaders(Sequence[Header]):
     def _read(self) -> tuple[Header, ...]:
         msg = self._msg
         if msg is not None:
-            self._pairs = tuple((k, v or b"") for k, v in header_pairs(msg))
+            self._pairs = tuple(header_pairs(msg))
             self._msg = None
         return self._pairs
 
@@ -72,13 +72,14 @@ class Record(NamedTuple):
     key: bytes | None
     value: bytes | None
     timestamp_ms: int | None
-    headers: Sequence[Header] = ()
+    headers: Sequence[Header] = ()  # a value None: a null header value
 
     @property
     def coordinates(self) -> RecordCoordinates:
         return RecordCoordinates(self.topic, self.partition, self.offset)
 
     def header(self, name: str) -> bytes | None:
+        """The first value of header ``name``; None if absent or null."""
         for key, value in self.headers:
             if key == name:
                 return value

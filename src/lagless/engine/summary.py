@@ -18,7 +18,8 @@ class Progress:
     paused: int
     assigned: int
     lag_records: int
-    seconds: float
+    seconds: float  # since the run started (group join included)
+    records_per_s: float = 0.0  # processed / time since the first record received (Timing)
 
 
 @dataclass(frozen=True)
@@ -76,12 +77,41 @@ class LatencyLog:
         return Latency(at(0.50), at(0.99), round(self._max, 1))
 
 
+@dataclass(slots=True)
+class Timing:
+    """Where a run's time went; the one definition of the engine's figures, in seconds.
+
+    * ``seconds``: the **processing span**, from the first record received (polled from the
+      broker) to the last record finished; 0.0 when nothing was finished. Joining the group
+      and waiting for ``--until-idle`` after the last record are not in it, so
+      ``records_per_s = processed / seconds`` is the engine's own rate.
+    * ``join_s``: from the start of the run to the first partition assignment (the group
+      join; None if nothing was ever assigned).
+    * ``wall_s``: the whole run, start to return (join, processing, idle wait, shutdown).
+    """
+
+    started: float  # monotonic clock
+    first_assigned: float | None = None
+    first_received: float | None = None
+    last_finished: float | None = None
+
+    def seconds(self) -> float:
+        if self.first_received is None or self.last_finished is None:
+            return 0.0
+        return max(0.0, self.last_finished - self.first_received)
+
+    def join_s(self) -> float | None:
+        return None if self.first_assigned is None else self.first_assigned - self.started
+
+
 @dataclass(frozen=True)
 class RunSummary:
     """The outcome of :func:`lagless.engine.run_engine`.
 
     ``processed`` counts every record finished: ``ok`` + ``dlq`` + ``skipped`` (failed with
     ``on_failure=skip``, or completed by an earlier run per the offset map).
+    ``seconds``, ``join_s`` and ``wall_s`` are defined in :class:`Timing`;
+    ``records_per_s`` is ``processed / seconds`` (0.0 when nothing was processed).
     ``per_partition`` maps ``"topic[partition]"`` to the records finished there.
     """
 
@@ -96,10 +126,24 @@ class RunSummary:
     pauses: int
     max_in_flight_seen: int
     e2e_ms: Latency
+    join_s: float | None = None
+    wall_s: float = 0.0
     partitions_revoked: int = 0
     partitions_lost: int = 0
     metadata_kept: bool | None = None  # None: never checked (no offset map was committed)
     per_partition: dict[str, int] = field(default_factory=dict)
+
+    @staticmethod
+    def figures(processed: int, timing: Timing, ended: float) -> dict[str, Any]:
+        """``seconds``, ``records_per_s``, ``join_s`` and ``wall_s`` of a run (rounded)."""
+        seconds = timing.seconds()
+        join_s = timing.join_s()
+        return {
+            "seconds": round(seconds, 3),
+            "records_per_s": round(processed / seconds, 1) if seconds > 0 else 0.0,
+            "join_s": None if join_s is None else round(join_s, 3),
+            "wall_s": round(ended - timing.started, 3),
+        }
 
     def to_json(self) -> dict[str, Any]:
         """The object ``lagless consume --json`` prints."""
@@ -108,6 +152,8 @@ class RunSummary:
             "dlq": self.dlq,
             "seconds": self.seconds,
             "records_per_s": self.records_per_s,
+            "join_s": self.join_s,
+            "wall_s": self.wall_s,
             "commits": self.commits,
             "rebalances": self.rebalances,
             "pauses": self.pauses,

@@ -9,12 +9,15 @@ from that metadata on assignment) are recognised on arrival and skipped.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Iterable
 from enum import Enum
 from itertools import repeat
 
 from lagless.engine import offset_map
+
+log = logging.getLogger(__name__)
 
 
 class Arrival(Enum):
@@ -31,11 +34,13 @@ class PartitionTracker:
     def __init__(self, committed: int | None = None, completed: Iterable[int] = ()) -> None:
         self._window: deque[int] = deque()
         self._since: deque[float] = deque()
+        self._stamps: deque[int | None] = deque()  # record timestamps (ms), beside the window
         self._done: set[int] = set()
         floor = committed if committed is not None else -1
         self._earlier: set[int] = {o for o in completed if o > floor}
         self._next = committed
         self._last_received: int | None = None
+        self.resets = 0  # offset resets followed (see _follow_reset)
 
     @property
     def committable(self) -> int | None:
@@ -47,8 +52,11 @@ class PartitionTracker:
         """Records held from the first unfinished on (unfinished, or done above it)."""
         return len(self._window)
 
-    def receive(self, offset: int, now: float) -> Arrival:
-        """Register a fetched record (offsets must grow)."""
+    def receive(self, offset: int, now: float, timestamp_ms: int | None = None) -> Arrival:
+        """Register a fetched record and its timestamp (offsets grow, except after an offset
+        reset)."""
+        if self._next is not None and offset < self._next and not self._window:
+            self._follow_reset(offset)
         if self._last_received is not None and offset <= self._last_received:
             return Arrival.STALE
         if self._next is not None and offset < self._next:
@@ -56,16 +64,22 @@ class PartitionTracker:
         self._last_received = offset
         self._window.append(offset)
         self._since.append(now)
+        self._stamps.append(timestamp_ms)
         if offset in self._earlier:
             self._earlier.discard(offset)
             self.complete(offset)
             return Arrival.DONE_BEFORE
         return Arrival.NEW
 
-    def receive_many(self, offsets: list[int], now: float) -> tuple[list[bool] | None, int]:
-        """Register fetched records (ascending offsets). Returns (None, 0) when all are new
-        (the common case: one extend), else (for each, whether to process it; how many were
-        completed by an earlier run and are skipped)."""
+    def receive_many(
+        self, offsets: list[int], now: float, stamps: list[int | None] | None = None
+    ) -> tuple[list[bool] | None, int]:
+        """Register fetched records (ascending offsets) and their timestamps (ms; unknown if
+        not given). Returns (None, 0) when all are new (the common case: one extend), else
+        (for each, whether to process it; how many were completed by an earlier run and are
+        skipped)."""
+        if stamps is None:
+            stamps = [None] * len(offsets)
         last = self._last_received
         first = offsets[0]
         if (
@@ -75,11 +89,35 @@ class PartitionTracker:
         ):
             self._window.extend(offsets)
             self._since.extend(repeat(now, len(offsets)))
+            self._stamps.extend(stamps)
             self._last_received = offsets[-1]
             return None, 0
-        arrivals = [self.receive(offset, now) for offset in offsets]
+        # a fetch that starts at or below the last offset received and goes past it re-delivers
+        # the records below (stale), it is not an offset reset (which lands wholly below)
+        overlap = last is not None and offsets[-1] > last
+        arrivals = [
+            Arrival.STALE if overlap and last is not None and o <= last else self.receive(o, now, t)
+            for o, t in zip(offsets, stamps, strict=True)
+        ]
         fresh = [a is Arrival.NEW for a in arrivals]
         return fresh, sum(a is Arrival.DONE_BEFORE for a in arrivals)
+
+    def _follow_reset(self, offset: int) -> None:
+        """The consumer's position moved below what this tracker expected with nothing held
+        (``auto.offset.reset`` after OFFSET_OUT_OF_RANGE, e.g. a topic recreated): follow
+        the consumer, whose position is the truth; the records from ``offset`` on are new
+        and the offset map of the old log no longer applies."""
+        log.warning(
+            "partition position moved back from offset %s to %d (offset reset): "
+            "following it; records from %d on are processed",
+            self._next,
+            offset,
+            offset,
+        )
+        self._next = offset
+        self._last_received = None
+        self._earlier.clear()
+        self.resets += 1
 
     def complete(self, offset: int) -> None:
         """Mark ``offset`` finished; the committable offset moves past finished records."""
@@ -88,19 +126,21 @@ class PartitionTracker:
         while window and window[0] in self._done:
             first = window.popleft()
             self._since.popleft()
+            self._stamps.popleft()
             self._done.discard(first)
             self._next = first + 1
 
     def complete_many(self, offsets: list[int]) -> None:
         """Mark ``offsets`` (ascending) finished; a task's records usually are the window's
         front in order, which pops them without touching the set of done offsets."""
-        window, since = self._window, self._since
+        window, since, stamps = self._window, self._since, self._stamps
         index = 0
         if not self._done:
             count = len(offsets)
             while index < count and window and window[0] == offsets[index]:
                 window.popleft()
                 since.popleft()
+                stamps.popleft()
                 index += 1
             if index:
                 self._next = offsets[index - 1] + 1
@@ -111,6 +151,7 @@ class PartitionTracker:
         while window and window[0] in done:
             first = window.popleft()
             since.popleft()
+            stamps.popleft()
             done.discard(first)
             self._next = first + 1
 
@@ -126,6 +167,11 @@ class PartitionTracker:
         if base is None:
             return ""
         return offset_map.encode(base, self.completed_above(), limit)
+
+    def first_uncommitted_timestamp_ms(self) -> int | None:
+        """Timestamp of the record at the committable offset, if it was fetched (the input
+        of :func:`lagless.observe.lagtime.lag_seconds`)."""
+        return self._stamps[0] if self._stamps else None
 
     def oldest_unfinished(self) -> tuple[int, float] | None:
         """(offset, time received) of the first unfinished record, None if all are done."""

@@ -10,14 +10,39 @@ from confluent_kafka import KafkaException
 from lagless.engine.core import EngineCore, topic_partition
 from lagless.engine.partition import DLQ
 from lagless.engine.summary import Progress
+from lagless.observe.lagtime import lag_seconds
 
 log = logging.getLogger(__name__)
 
 WATCH_EVERY_S = 0.5
 
 
+NEVER_ASSIGNED_WARN_S = 30.0  # say it when nothing was assigned for this long
+
 class Watching(EngineCore):
     """The watch step of the loop."""
+
+    def _warn_if_never_assigned(self, now: float) -> None:
+        """Say once when the group has given this member nothing for a long while: a broker
+        without KIP-848 never answers ``group.protocol=consumer``, a topic may have fewer
+        partitions than the group has members."""
+        if self._rebalances or self._never_assigned_warned:
+            return
+        waited = now - self._started
+        limit = NEVER_ASSIGNED_WARN_S
+        if self.config.group_protocol == "classic":
+            limit = max(limit, 2.0 * self.config.session_timeout_ms / 1000.0)
+        if waited < limit:
+            return
+        self._never_assigned_warned = True
+        hint = (
+            " (group.protocol=consumer: does the broker support KIP-848?)"
+            if self.config.group_protocol == "consumer"
+            else ""
+        )
+        log.warning(
+            "no partition assigned after %.0f s in group %s%s", waited, self.config.group, hint
+        )
 
     def _watch(self) -> None:
         """Gauges, lag, stalled records and progress, about twice a second."""
@@ -25,6 +50,7 @@ class Watching(EngineCore):
         if now < self._next_watch:
             return
         self._next_watch = now + WATCH_EVERY_S
+        self._warn_if_never_assigned(now)
         self.metrics.in_flight.set(self._in_flight)
         lag = self._update_lag()
         stall_s = self.config.stall_seconds
@@ -47,8 +73,16 @@ class Watching(EngineCore):
                     assigned=len(self._states),
                     lag_records=lag,
                     seconds=round(now - self._started, 3),
+                    records_per_s=self._live_rate(now),
                 )
             )
+
+    def _live_rate(self, now: float) -> float:
+        """Records per second of processing so far (the live ``RunSummary.records_per_s``)."""
+        first = self._timing.first_received
+        if first is None or now <= first:
+            return 0.0
+        return round(self.processed / (now - first), 1)
 
     def _update_lag(self) -> int:
         """Per-partition lag and the total: cached high watermark minus the first unfinished
@@ -74,7 +108,9 @@ class Watching(EngineCore):
             lag = max(0, marks[1] - position)
             total += lag
             state.metrics.lag_records.set(lag)
-            last_ts = state.last_timestamp_ms
-            behind = (now_ms - last_ts) / 1000.0 if lag and last_ts is not None else 0.0
-            state.metrics.lag_seconds.set(max(0.0, behind))
+            self.metrics.end_offset.labels(state.tp[0], str(state.tp[1])).set(marks[1])
+            head_ts = state.tracker.first_uncommitted_timestamp_ms()
+            seconds = lag_seconds(int(now_ms), head_ts, lag)
+            if seconds is not None:  # None: the next record is not fetched yet; keep the last
+                state.metrics.lag_seconds.set(seconds)
         return total

@@ -1,4 +1,5 @@
-"""Workers: where handlers run. Threads by default, a process pool for CPU-bound handlers.
+"""Workers: where handlers run. Threads by default, a process pool for CPU-bound handlers,
+an event loop for ``async def`` handlers (:mod:`lagless.engine.aio`).
 
 The poll loop calls :meth:`Workers.submit` only for tasks it has decided to start (at most
 ``max_in_flight`` at once), so every submitted task starts as soon as a worker is free. A
@@ -13,16 +14,18 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import pickle
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from queue import SimpleQueue
 from typing import Any, NamedTuple, Protocol
 
 from lagless.engine.batch import run_batch
 from lagless.engine.record import Record
-from lagless.engine.retry import RetryPolicy, TaskResult, Wait, plain_wait, run_each
+from lagless.engine.retry import Outcome, RetryPolicy, TaskResult, Wait, failure, run_each
 from lagless.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -32,15 +35,18 @@ Runner = Callable[[Any, Sequence[Record], RetryPolicy, Wait], TaskResult]
 
 THREAD_TASK_S = 0.001  # per-record handlers: records per task so one task takes about this
 PROCESS_TASK_S = 0.02  # ... in a process (a task crosses as one pickle each way)
+ASYNC_TASK_S = 0.001  # ... on the event loop (a task's records are awaited one by one)
 
 
 class Completion(NamedTuple):
-    """A task that finished (or whose worker broke: ``fatal`` says why)."""
+    """A task that finished (or whose worker broke: ``fatal`` says why, and ``result`` then
+    says which of its records finished before, if known; the others are abandoned)."""
 
     records: list[Record]
     epoch: int
     result: TaskResult | None
     fatal: str | None = None
+    fatal_at: int = 0  # with ``fatal``: the position in the task of the record it ran
 
 
 class Workers(Protocol):
@@ -103,8 +109,50 @@ class ThreadWorkers:
             put(Completion(records, epoch, run(handler, records, policy, wait)))
 
 
+# in a pool process: the engine's "stopping" event and the tasks' progress (see _init_process)
+_STOP: Any = None
+_PROGRESS: Any = None
+
+
+def _init_process(stop: Any, progress: Any) -> None:
+    """A pool process: Ctrl-C is the engine's to handle (a record must not fail of it)."""
+    global _STOP, _PROGRESS  # noqa: PLW0603 - one per process, set once by the initializer
+    _STOP = stop
+    _PROGRESS = progress
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_wait(seconds: float) -> bool:
+    """A retry backoff in a pool process: True (give up) as soon as the engine stops."""
+    return bool(_STOP is not None and _STOP.wait(seconds))
+
+
+def run_in_process(
+    run: Runner, handler: Any, records: Sequence[Record], policy: RetryPolicy, slot: int
+) -> TaskResult:
+    """A task in a pool process, its backoffs cut short when the engine stops. A per-record
+    task notes its progress in its ``slot`` of the shared progress array (-1: none), so the
+    engine knows where a process that died stood."""
+    if run is run_each and slot >= 0 and _PROGRESS is not None:
+        progress = _PROGRESS
+
+        def started(index: int, ok: int) -> None:
+            progress[2 * slot] = index
+            progress[2 * slot + 1] = ok
+
+        return run_each(handler, records, policy, _stop_wait, started)
+    return run(handler, records, policy, _stop_wait)
+
+
 class ProcessWorkers:
-    """A pool of ``size`` processes (spawned) running a picklable handler."""
+    """A pool of ``size`` processes (spawned) running a picklable handler.
+
+    Budgets hold as with threads: :meth:`abort` cuts retry backoffs short (an event shared
+    with the processes) and cancels tasks not yet started; :meth:`close` waits up to its
+    timeout, then terminates the processes still running a handler (their records are
+    abandoned, never committed). A process that dies fails the run with one line naming the
+    record it was running; the records of its task that had succeeded before still count.
+    """
 
     task_s = PROCESS_TASK_S
 
@@ -115,6 +163,7 @@ class ProcessWorkers:
         run: Runner,
         policy: RetryPolicy,
         completions: SimpleQueue[object],
+        slots: int = 1024,
     ) -> None:
         try:
             pickle.dumps(handler)
@@ -126,25 +175,102 @@ class ProcessWorkers:
         self._run = run
         self._policy = policy
         self._completions = completions
-        self._pool = ProcessPoolExecutor(size, mp_context=multiprocessing.get_context("spawn"))
+        context = multiprocessing.get_context("spawn")
+        self._stop = context.Event()
+        self._progress = context.RawArray("q", 2 * slots)  # per slot: running, ok before
+        self._free = list(range(slots - 1, -1, -1))
+        self._closing = False
+        self._futures: set[Future[TaskResult]] = set()
+        self._pool = ProcessPoolExecutor(
+            size,
+            mp_context=context,
+            initializer=_init_process,
+            initargs=(self._stop, self._progress),
+        )
 
     def submit(self, records: list[Record], epoch: int) -> None:
-        future = self._pool.submit(self._run, self._handler, records, self._policy, plain_wait)
+        slot = self._free.pop() if self._free else -1
+        if slot >= 0:
+            self._progress[2 * slot] = self._progress[2 * slot + 1] = 0
+        try:
+            future = self._pool.submit(
+                run_in_process, self._run, self._handler, records, self._policy, slot
+            )
+        except (BrokenProcessPool, RuntimeError) as exc:  # broken, or shut down
+            self._release(slot)
+            self._completions.put(Completion(records, epoch, None, fatal=_pool_error(exc)))
+            return
+        self._futures.add(future)
+        future.add_done_callback(lambda fut: self._done(fut, records, epoch, slot))
 
-        def done(fut: Future[TaskResult]) -> None:
-            try:
-                self._completions.put(Completion(records, epoch, fut.result()))
-            except Exception as exc:  # the pool broke (a worker process died)
-                log.error("worker process failed on %s: %s", records[0].coordinates, exc)
-                self._completions.put(Completion(records, epoch, None, fatal=repr(exc)))
+    def _release(self, slot: int) -> None:
+        if slot >= 0:
+            self._free.append(slot)
 
-        future.add_done_callback(done)
+    def _done(self, fut: Future[TaskResult], records: list[Record], epoch: int, slot: int) -> None:
+        self._futures.discard(fut)
+        if fut.cancelled():  # not started before the engine stopped: abandoned
+            self._release(slot)
+            self._completions.put(Completion(records, epoch, None))
+            return
+        exc = fut.exception()
+        if exc is None:
+            self._release(slot)
+            self._completions.put(Completion(records, epoch, fut.result()))
+        elif self._closing:  # terminated at close: abandoned, the next owner re-runs it
+            self._release(slot)
+            self._completions.put(Completion(records, epoch, None))
+        else:  # the run fails with this, one line naming the record
+            at, ok = (
+                (int(self._progress[2 * slot]), int(self._progress[2 * slot + 1]))
+                if slot >= 0
+                else (0, 0)
+            )
+            self._release(slot)
+            at = min(at, len(records) - 1)
+            self._completions.put(
+                Completion(
+                    records, epoch, _succeeded_before(records, ok, exc), _pool_error(exc), at
+                )
+            )
 
     def abort(self) -> None:
-        """Processes sleep through their backoff; nothing to interrupt."""
+        """Cut backoffs short in every process; cancel tasks not started yet."""
+        self._stop.set()
+        for future in list(self._futures):
+            future.cancel()
 
     def close(self, timeout: float) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        """Wait up to ``timeout`` seconds for running handlers, then terminate the pool."""
+        self.abort()
+        deadline = time.monotonic() + timeout
+        while self._futures and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self._closing = True
+        processes = list((getattr(self._pool, "_processes", None) or {}).values())
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._futures:
+            log.warning("terminating %d handler processes still running", len(self._futures))
+            for process in processes:  # the executor has no public way to stop a hung handler
+                process.terminate()
+        for process in processes:
+            process.join(timeout=max(0.1, deadline - time.monotonic()))
+
+
+def _succeeded_before(records: list[Record], ok: int, exc: BaseException) -> TaskResult:
+    """A broken task's result: its first ``ok`` records succeeded, the others are abandoned
+    (not finished: the next owner runs them again)."""
+    abandoned: dict[int, Outcome] = {
+        i: failure(exc, 0, 0.0, aborted=True) for i in range(ok, len(records))
+    }
+    return TaskResult(time.time(), [], abandoned)
+
+
+def _pool_error(exc: BaseException) -> str:
+    """One line about a broken pool."""
+    if isinstance(exc, BrokenProcessPool):
+        return "a handler process died (killed, out of memory, or os._exit)"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def make_workers(
@@ -155,7 +281,17 @@ def make_workers(
     policy: RetryPolicy,
     completions: SimpleQueue[object],
 ) -> Workers:
-    """Threads or processes running ``handler`` per record, or per batch when ``batch``."""
+    """Where ``handler`` runs, per record or per batch when ``batch``: an event loop if it is
+    ``async def``, else processes or threads."""
+    from lagless.engine.aio import AsyncWorkers, is_async  # aio builds on this module
+
+    if is_async(handler):
+        if processes:
+            raise ConfigError(
+                "an async handler runs on the engine's event loop: --processes is for "
+                "blocking, CPU-bound handlers"
+            )
+        return AsyncWorkers(handler, batch, policy, completions)
     run: Runner = run_batch if batch else run_each
     if processes:
         return ProcessWorkers(processes, handler, run, policy, completions)

@@ -21,6 +21,17 @@ def admin_client(conf: Mapping[str, Any]) -> AdminClient:
     return make_admin(conf)
 
 
+def result_of(future: Any, what: str, timeout: float) -> Any:
+    """The result of an admin future; a KafkaException or a timeout becomes one ClusterError
+    line: ``cannot {what}: {reason}``."""
+    try:
+        return future.result(timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterError(f"cannot {what}: {exc.args[0].str()}") from None
+    except TimeoutError:
+        raise ClusterError(f"cannot {what}: no answer within {timeout:.0f} s") from None
+
+
 def check_reachable(conf: Mapping[str, Any], timeout: float = 5.0) -> None:
     """Raise ClusterError with one line if the cluster does not answer within ``timeout``."""
     try:
@@ -111,11 +122,16 @@ def alter_committed_offsets(
         ) from None
 
 
-def list_groups(conf: Mapping[str, Any], timeout: float = 10.0) -> list[str]:
-    admin = admin_client(conf)
-    future = admin.list_consumer_groups(request_timeout=timeout)
+def list_topics(
+    conf: Mapping[str, Any], internal: bool = False, timeout: float = 10.0
+) -> list[tuple[str, int]]:
+    """(name, partition count) of every topic, sorted; internal ``__*`` topics only if asked."""
     try:
-        result = future.result(timeout=timeout)
+        meta = admin_client(conf).list_topics(timeout=timeout)
     except KafkaException as exc:
-        raise ClusterError(f"cannot list consumer groups: {exc.args[0].str()}") from None
-    return sorted(g.group_id for g in result.valid)
+        raise ClusterError(f"cannot list topics: {exc.args[0].str()}") from None
+    return sorted(
+        (name, len(info.partitions))
+        for name, info in meta.topics.items()
+        if internal or not name.startswith("__")
+    )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from confluent_kafka import Message
+from collections.abc import Iterable, Iterator
 
-from lagless.errors import RecordCoordinates
+from confluent_kafka import KafkaError, Message
+
+from lagless.errors import ClusterError, RecordCoordinates
 
 
 def coordinates(msg: Message) -> RecordCoordinates:
@@ -37,3 +39,14 @@ def timestamp_ms(msg: Message) -> int | None:
     """The record's timestamp in ms since the epoch, None if it has none."""
     kind, ts = msg.timestamp()
     return ts if kind != 0 and ts >= 0 else None
+
+
+def data_only(batch: Iterable[Message]) -> Iterator[Message]:
+    """The records of a consumed batch: end-of-partition events and retriable errors are
+    skipped, any other error is a ClusterError naming the partition."""
+    for msg in batch:
+        err = msg.error()
+        if err is None:
+            yield msg
+        elif err.code() != KafkaError._PARTITION_EOF and not err.retriable():
+            raise ClusterError(f"cannot fetch {msg.topic()}[{msg.partition()}]: {err}")

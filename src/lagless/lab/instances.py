@@ -8,6 +8,8 @@ Kubernetes Deployment would, whether a new instance is ready.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import os
 import signal
@@ -23,6 +25,25 @@ from typing import Any
 from lagless.broker.embedded import free_port
 from lagless.lab.model import EVENTS_FILE, LEDGER_FILE, InstanceEvent, Processed, read_events
 from lagless.lab.model import read_ledger as read_ledger_file
+
+PR_SET_PDEATHSIG = 1
+
+
+def _prctl() -> Any:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").prctl
+    except (OSError, AttributeError):
+        return None
+
+
+PRCTL = _prctl()  # resolved here: the child between fork and exec only calls it
+
+
+def stop_with_parent() -> None:
+    """In the child: get SIGTERM when the lab dies, even by kill -9 (Linux; elsewhere a no-op),
+    so that no instance outlives the lab. One system call: safe between fork and exec."""
+    if PRCTL is not None:
+        PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def lagless_command() -> list[str]:
@@ -44,7 +65,9 @@ class Instance:
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     stop_sent_at: float | None = None
+    exited_at: float | None = None  # when the lab first saw the process gone
     ever_ready: bool = False
+    ready_since: float | None = None  # monotonic: ready without a break since
 
     @property
     def name(self) -> str:
@@ -64,7 +87,10 @@ class Instance:
             (self.directory / "stdout.json").open("wb") as out,
             (self.directory / "stderr.log").open("wb") as err,
         ):
-            self.proc = subprocess.Popen(command, stdout=out, stderr=err, env=env)
+            self.proc = subprocess.Popen(
+                command, stdout=out, stderr=err, env=env,
+                preexec_fn=stop_with_parent,  # noqa: PLW1509 (one system call, no locks)
+            )  # fmt: skip
 
     def probe(self, timeout: float = 0.5) -> dict[str, Any] | None:
         """The instance's ``/readyz`` answer (ready or not), None if it does not answer."""
@@ -82,14 +108,28 @@ class Instance:
         return doc
 
     def ready(self) -> bool:
+        """Its ``/readyz`` says ready now."""
         doc = self.probe()
         ok = bool(doc and doc.get("ready"))
         self.ever_ready = self.ever_ready or ok
+        if not ok:
+            self.ready_since = None
+        elif self.ready_since is None:
+            self.ready_since = time.monotonic()
         return ok
+
+    def available(self, min_ready_s: float) -> bool:
+        """Ready without a break for ``min_ready_s`` (a Deployment's minReadySeconds)."""
+        if not self.ready() or self.ready_since is None:
+            return False
+        return time.monotonic() - self.ready_since >= min_ready_s
 
     @property
     def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        alive = self.proc is not None and self.proc.poll() is None
+        if not alive and self.exited_at is None and self.proc is not None:
+            self.exited_at = time.time()
+        return alive
 
     def stop(self) -> None:
         """Ask it to stop (SIGTERM: drain, commit, then leave or not per its flags)."""
@@ -110,11 +150,15 @@ class Instance:
             return None
 
     def failure(self) -> str | None:
-        """Why it exited badly (its last stderr line), None while fine."""
+        """Why it exited badly (a signal, or its last stderr line), None while fine."""
         if self.proc is None or self.proc.poll() in (None, 0):
             return None
+        code = self.proc.returncode
+        if code < 0:
+            return f"{self.name} was killed by signal {-code} ({signal.Signals(-code).name})"
         lines = (self.directory / "stderr.log").read_text(errors="replace").strip().splitlines()
-        return f"{self.name} exited {self.proc.returncode}: {lines[-1] if lines else ''}"
+        last = lines[-1] if lines else "no message"
+        return f"{self.name} exited with code {code}: {last}"
 
     def events(self) -> list[InstanceEvent]:
         return read_events(self.directory / EVENTS_FILE)

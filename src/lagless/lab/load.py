@@ -19,7 +19,6 @@ from typing import Any, cast
 from confluent_kafka import KafkaError, Message
 
 from lagless.kafka.clients import make_producer
-from lagless.kafka.records import timestamp_ms
 from lagless.lab.model import Produced
 from lagless.produce.workloads import Workload, WorkloadSpec, generate
 
@@ -78,22 +77,25 @@ class Load:
         for sent, record in enumerate(generate(self._spec)):
             if self._stop.is_set():
                 return
-            wait = started + sent / self.rate - time.monotonic()
-            if wait > 0:
+            due = started + sent / self.rate
+            while (wait := due - time.monotonic()) > 0:  # poll returns at each delivery report
                 self._producer.poll(wait)
+                if self._stop.is_set():
+                    return
+            now_ms = int(time.time() * 1000)  # the record's timestamp: set here, known here
             while True:
                 try:
                     self._producer.produce(
-                        self.topic, record.value, key=record.key,
+                        self.topic, record.value, key=record.key, timestamp=now_ms,
                         headers=cast("list[tuple[str, str | bytes | None]]", record.headers),
-                        on_delivery=partial(self._delivered, record.id),
+                        on_delivery=partial(self._delivered, record.id, now_ms),
                     )  # fmt: skip
                     break
                 except BufferError:
                     self._producer.poll(0.05)
             self._producer.poll(0)
 
-    def _delivered(self, rid: str, err: KafkaError | None, msg: Message) -> None:
+    def _delivered(self, rid: str, ts_ms: int, err: KafkaError | None, msg: Message) -> None:
         """A delivery report (delivery reports do not carry the headers: the id is bound)."""
         if err is not None:
             self.failed += 1
@@ -102,7 +104,7 @@ class Load:
                 log.warning("lab load: delivery failed: %s", err.str())
             return
         partition, offset = msg.partition() or 0, msg.offset() or 0
-        ts = float(timestamp_ms(msg) or 0)
+        ts = float(ts_ms)
         with self._lock:
             self.produced.append(Produced(rid, partition, offset, ts))
             self._ts[(partition, offset)] = ts

@@ -31,7 +31,7 @@ rollouts.
     Per trigger (the lab starting or stopping an instance) whose ``t0`` lies in the window:
     ``t0`` = the instance's first SUBSCRIBED at or after the trigger for a START, its first
     STOPPING at or after the trigger for a STOP (else the trigger's stamp). Its horizon ``H`` is
-    the next trigger's ``t0`` (else the window's end). Settled = the earliest ``t`` in
+    the next trigger's ``t0``, at most the window's end. Settled = the earliest ``t`` in
     ``[t0, H)`` at or after the last ASSIGNED / REVOKED / LOST in ``[t0, H)`` at which every
     partition is inside a consuming span. A trigger that does not settle before ``H`` settles
     with the next trigger (its disruption runs on); the last one unsettled settles at the window's
@@ -219,7 +219,7 @@ def settles(data: ScenarioData, owned: Sequence[Ownership] | None = None) -> lis
     )
     local: list[float | None] = []
     for i, (t0, _) in enumerate(triggers):
-        horizon = next((t for t, _ in triggers[i + 1 :] if t > t0), end)
+        horizon = min(next((t for t, _ in triggers[i + 1 :] if t > t0), end), end)
         last = max((ts for ts in callbacks if t0 <= ts < horizon), default=t0)
         local.append(all_covered_from(cover, max(t0, last), horizon))
     settled: list[float] = []

@@ -257,6 +257,7 @@ class ScenarioReport:
     note: str | None = None  # why the row is marked (a broker deviation), or why it was not run
     measures: Measures | None = None
     committed_to_end: bool | None = None  # the group committed up to the end of its topic
+    failed: str | None = None  # why the scenario could not finish (its figures are partial)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -267,6 +268,7 @@ class ScenarioReport:
             "supported": self.supported,
             "note": self.note,
             "committed_to_end": self.committed_to_end,
+            "failed": self.failed,
         }
         names = (
             "rebalances", "rebalance_s", "max_unconsumed_s", "max_lag_records", "max_lag_s",

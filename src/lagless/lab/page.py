@@ -29,10 +29,6 @@ from lagless.observe.svg import PALETTE, Chart, Mark, Series, render
 TITLE = "lagless rebalance lab"
 EXTRA_STYLE = """
 .note { color: #8a4b00; }
-.strip .owned { opacity: 0.35; }
-.strip .overlap { fill: none; stroke-width: 1.5; }
-.strip .rollout { fill: #fff3c4; }
-.strip .trigger { stroke: #333; stroke-width: 1; }
 section { border-top: 1px solid #ddd; margin-top: 28px; }
 """
 
@@ -78,21 +74,36 @@ def _setting(value: Any) -> str:
     return str(value)
 
 
+NOT_SUPPORTED = "not supported by this broker"
+
+
+def not_supported(note: str | None) -> str:
+    """The note of a scenario that was not run, saying so once."""
+    if not note:
+        return NOT_SUPPORTED
+    return note if note.startswith(NOT_SUPPORTED) else f"{NOT_SUPPORTED}: {note}"
+
+
 def summary_table(reports: Sequence[ScenarioReport]) -> str:
     """One row per scenario; its columns are the rows of :func:`measure_rows`."""
     measured = [r.measures for r in reports if r.measures is not None]
     labels = [label for label, _ in measure_rows(measured[0])] if measured else []
-    head = "".join(f"<th>{escape(label)}</th>" for label in ["scenario", *labels, "note"])
+    head = "".join(f"<th>{escape(label)}</th>" for label in ["scenario", *labels])
     rows = []
+    notes = []
     for r in reports:
         values = [v for _, v in measure_rows(r.measures)] if r.measures else ["-"] * len(labels)
-        note = r.note or ("" if r.supported else "not supported by this broker")
         cells = "".join(f"<td class=num>{escape(v)}</td>" for v in values)
         rows.append(
-            f'<tr><td><a href="#{slug(r.scenario)}">{escape(r.scenario)}</a></td>{cells}'
-            f"<td class=note>{escape(note)}</td></tr>"
+            f'<tr><td><a href="#{slug(r.scenario)}">{escape(r.scenario)}</a></td>{cells}</tr>'
         )
-    return f"<table id=summary><tr>{head}</tr>{''.join(rows)}</table>"
+        note = r.note or ("" if r.supported else NOT_SUPPORTED)
+        if r.failed is not None:
+            note = f"FAILED: {r.failed}" + (f"; {note}" if note else "")
+        if note:
+            notes.append(f"<li>{escape(r.scenario)}: {escape(note)}</li>")
+    listed = f"<ul class=note>{''.join(notes)}</ul>" if notes else ""
+    return f"<table id=summary><tr>{head}</tr>{''.join(rows)}</table>{listed}"
 
 
 def best_line(reports: Sequence[ScenarioReport]) -> str:
@@ -152,10 +163,12 @@ def scenario_section(report: ScenarioReport, data: ScenarioData | None) -> str:
         )
         + "</p>"
     )
-    if not report.supported:
+    if report.failed is not None:
         parts.append(
-            f"<p class=note>Not supported by this broker: {escape(report.note or 'no reason')}</p>"
+            f"<p class=note>FAILED (the figures below are partial): {escape(report.failed)}</p>"
         )
+    if not report.supported:
+        parts.append(f"<p class=note>{escape(not_supported(report.note))}</p>")
     elif report.note:
         parts.append(f"<p class=note>{escape(report.note)}</p>")
     settings = [(k, _setting(v)) for k, v in report.settings.items()]

@@ -19,6 +19,7 @@ over silently.
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -27,13 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from lagless.errors import ConfigError, LaglessError
-from lagless.kafka.admin import create_topic
+from lagless.kafka.admin import create_topic, delete_topic
 from lagless.kafka.cluster import ClusterInfo, supports_kip848
 from lagless.lab.instances import Instance
 from lagless.lab.load import Load
 from lagless.lab.measures import measure
 from lagless.lab.model import (
     EventKind,
+    InstanceEvent,
     ScenarioData,
     ScenarioReport,
     Trigger,
@@ -64,10 +66,17 @@ class LabConfig:
     max_surge: int | None = None  # None: each scenario's own
     max_unavailable: int | None = None
     commit_interval_s: float = 0.25
+    min_ready_s: float = 5.0  # a new instance counts once ready this long (minReadySeconds)
     step_timeout_s: float = 240.0
     cooldown_max_s: float = 120.0
+    keep_topics: bool = False  # else each scenario's topic is deleted once measured
 
     def __post_init__(self) -> None:
+        if self.min_ready_s < 0 or not math.isfinite(self.min_ready_s):
+            raise ConfigError("--min-ready must be 0 or more seconds")
+        for name, value in (("--rate", self.rate), ("--warmup", self.warmup_s)):
+            if not math.isfinite(value):
+                raise ConfigError(f"{name} must be a finite number, not {value}")
         if self.instances < 1:
             raise ConfigError("--instances must be 1 or more")
         if self.partitions < self.instances:
@@ -109,10 +118,26 @@ def broker_notes(cluster: ClusterInfo, scenario: Scenario) -> list[str]:
         hold = scenario.session_ms // 2000
         notes.append(f"Tansu holds every join for session.timeout.ms / 2 ({hold} s)")
     if scenario.classic and scenario.assignor == "cooperative-sticky":
-        notes.append("Tansu hands partitions to a newcomer without revoking them (overlaps)")
+        notes.append("Tansu may hand partitions to a newcomer without revoking them (overlaps)")
     if scenario.static:
         notes.append("Tansu's static membership does not avoid the rebalance on a restart")
     return notes
+
+
+def consumed_now(events: list[InstanceEvent]) -> set[int]:
+    """The partitions one instance owns and has consumed since their assignment."""
+    owned: set[int] = set()
+    consuming: set[int] = set()
+    for event in events:
+        parts = set(event.partitions)
+        if event.kind is EventKind.ASSIGNED:
+            owned |= parts
+        elif event.kind in (EventKind.REVOKED, EventKind.LOST):
+            owned -= parts
+            consuming -= parts
+        elif event.kind is EventKind.CONSUMING:
+            consuming |= parts & owned
+    return consuming
 
 
 class ScenarioRun:
@@ -170,6 +195,7 @@ class ScenarioRun:
     # -- run ---------------------------------------------------------------------------
 
     def run(self) -> tuple[ScenarioReport, ScenarioData | None]:
+        """Run the scenario; its report (``failed`` set if it could not finish) and data."""
         if self.mock:
             if self.partitions != MOCK_PARTITIONS:
                 raise ConfigError(
@@ -178,16 +204,23 @@ class ScenarioRun:
                 )
         else:
             create_topic(self.conf, self.topic, self.partitions)
+        try:
+            return self._run_on_topic()
+        finally:
+            self._clean_up()
+
+    def _run_on_topic(self) -> tuple[ScenarioReport, ScenarioData | None]:
         load = Load(self.conf, self.topic, self.config.rate, self.config.work_ms, f"{self.topic}-")
         load.start()
         if not self.scenario.classic:
             self.phase("asking the broker for KIP-848")
             try:
                 self._wait(lambda: bool(load.ends()), None, 30, "the topic received no record")
-            except LaglessError:
+                supported = supports_kip848(self.conf, self.topic)
+            except BaseException:
                 load.stop()
                 raise
-            if not supports_kip848(self.conf, self.topic):
+            if not supported:
                 load.stop()
                 reason = (
                     "not supported by this broker: a group.protocol=consumer member got no "
@@ -197,9 +230,9 @@ class ScenarioRun:
         sampler = LagSampler(self.conf, self.topic, self.partitions, self.group, load)
         sampler.start()
         failure: str | None = None
-        committed_to_end: bool | None = None
+        committed_to_end = False
         try:
-            failure = self._run_service(sampler)
+            self._run_service(sampler)
             self.phase("draining: load stopped")
             load.stop()
             committed_to_end = self._wait_committed_to_end(sampler, load)
@@ -214,14 +247,27 @@ class ScenarioRun:
                 instance.wait(timeout=60)
             sampler.stop()
         data = self._collect(load, sampler)
-        notes = [*self.notes, *([failure] if failure else [])]
+        notes = list(self.notes)
         if load.failed:
             notes.append(f"{load.failed} records failed to produce: {load.first_error}")
         base = self.report(supported=True, note="; ".join(notes) or None)
         report = ScenarioReport(
-            **{**base.__dict__, "measures": measure(data), "committed_to_end": committed_to_end}
-        )
+            **{
+                **base.__dict__, "measures": measure(data), "committed_to_end": committed_to_end,
+                "failed": failure,
+            }
+        )  # fmt: skip
         return report, data
+
+    def _clean_up(self) -> None:
+        """Delete the scenario's topic (its records are measured or the run was cut short),
+        unless asked to keep it."""
+        if self.config.keep_topics or self.mock:
+            return
+        try:
+            delete_topic(self.conf, self.topic)
+        except LaglessError as exc:
+            log.warning("lab: %s", exc)
 
     def phase(self, text: str) -> None:
         self._phase = text
@@ -246,8 +292,8 @@ class ScenarioRun:
             )
         )
 
-    def _run_service(self, sampler: LagSampler) -> str | None:
-        """Start, warm up, roll K times, cool down; a failure's reason, or None."""
+    def _run_service(self, sampler: LagSampler) -> None:
+        """Start, warm up, roll K times, cool down; LaglessError when an instance fails."""
         config = self.config
         self.phase(f"starting {config.instances} instances")
         first = [self._start(slot, 0, rollout=0) for slot in range(config.instances)]
@@ -255,6 +301,9 @@ class ScenarioRun:
         self._wait(lambda: all(self._is_ready(i) for i in first) and self._all_consumed(),
                    sampler, config.step_timeout_s, "the service never became ready")  # fmt: skip
         log.info("%s: ready after %.1f s", self.scenario.name, time.time() - start)
+        self.phase("catching up after the start")
+        if not self._calm(sampler, self.floor(0)):
+            self.notes.append("the service had not caught up with the load before the warm-up")
         warm_start = time.time()
         self.phase(f"warm-up ({config.warmup_s:.0f} s)")
         self._sleep(config.warmup_s, sampler)
@@ -268,11 +317,7 @@ class ScenarioRun:
             cool_start = time.time()
             self._cool_down(sampler, baseline)
             self.windows.append(Window("cool-down", cool_start, time.time()))
-        for instance in self.instances:
-            problem = instance.failure()
-            if problem:
-                return problem
-        return None
+        self._check_instances()
 
     def _start(self, slot: int, gen: int, rollout: int) -> Instance:
         instance = Instance(slot, gen, self.out / f"s{slot}-g{gen}")
@@ -300,7 +345,7 @@ class ScenarioRun:
         """Replace every current instance once, by the surge / unavailable rules."""
         old = [i for i in self.instances if i.running and i.stop_sent_at is None]
         new: list[Instance] = []
-        deadline = time.monotonic() + self.config.step_timeout_s * len(old)
+        deadline = time.monotonic() + self.config.step_timeout_s
         while True:
             old_running = [i for i in old if i.stop_sent_at is None]
             fleet = Fleet(
@@ -313,6 +358,8 @@ class ScenarioRun:
             step = plan(fleet, self.surge, self.unavailable)
             if step.done:
                 return
+            if step.start or step.stop:
+                deadline = time.monotonic() + self.config.step_timeout_s
             for _ in range(step.stop):
                 victim = old_running.pop(0)
                 self.phase(f"rollout {k}: stopping {victim.name}")
@@ -322,17 +369,26 @@ class ScenarioRun:
                 started = self._start(slot, k, rollout=k)
                 new.append(started)
                 self.phase(f"rollout {k}: started {started.name}, waiting for it to be ready")
-            for instance in new:
-                problem = instance.failure()
-                if problem:
-                    raise LaglessError(problem)
             if time.monotonic() > deadline:
-                raise LaglessError(f"rollout {k} did not complete in time: {fleet}")
+                waiting = [i.name for i in new if not self._ready_cache.get(i.name)]
+                raise LaglessError(
+                    f"rollout {k} did not complete in {self.config.step_timeout_s:.0f} s per "
+                    f"instance: {', '.join(waiting) or 'old instances'} never became ready"
+                )
             self._sleep(TICK_S, sampler)
 
+    def floor(self, baseline: int) -> int:
+        """The lag of a service that keeps up: its warm-up level, at least what arrives
+        between two commits (plus half a second of work in progress)."""
+        return max(baseline, int(self.config.rate * (self.config.commit_interval_s + 0.5)))
+
     def _cool_down(self, sampler: LagSampler, baseline: int) -> None:
-        """Until the lag is back at its warm-up level (and stays there), at most cooldown_max_s."""
-        floor = max(baseline, int(self.config.rate * (self.config.commit_interval_s + 0.5)))
+        floor = self.floor(baseline)
+        if not self._calm(sampler, floor):
+            self.notes.append(f"lag not back to its warm-up level ({floor}) after the cool-down")
+
+    def _calm(self, sampler: LagSampler, floor: int) -> bool:
+        """Wait until the lag is at most ``floor`` for SETTLE_HOLD_S (at most cooldown_max_s)."""
         deadline = time.monotonic() + self.config.cooldown_max_s
         calm_since: float | None = None
         while time.monotonic() < deadline:
@@ -340,11 +396,11 @@ class ScenarioRun:
             if latest is not None and latest.lag_records <= floor:
                 calm_since = calm_since or time.monotonic()
                 if time.monotonic() - calm_since >= SETTLE_HOLD_S:
-                    return
+                    return True
             else:
                 calm_since = None
             self._sleep(TICK_S, sampler)
-        self.notes.append(f"lag not back to its warm-up level ({floor}) after the cool-down")
+        return False
 
     def _wait_committed_to_end(self, sampler: LagSampler, load: Load, timeout: float = 60) -> bool:
         ends = load.ends()
@@ -359,7 +415,8 @@ class ScenarioRun:
     # -- helpers ---------------------------------------------------------------------------
 
     def _is_ready(self, instance: Instance) -> bool:
-        ready = instance.running and instance.ready()
+        """Ready and available: ready without a break for ``min_ready_s``."""
+        ready = instance.running and instance.available(self.config.min_ready_s)
         self._ready_cache[instance.name] = ready
         return ready
 
@@ -367,34 +424,29 @@ class ScenarioRun:
         """Every partition has an owner that consumed it since its assignment."""
         consuming: set[int] = set()
         for instance in self.instances:
-            if not instance.running:
-                continue
-            owned: set[int] = set()
-            for event in instance.events():
-                if event.kind is EventKind.ASSIGNED:
-                    owned |= set(event.partitions)
-                elif event.kind in (EventKind.REVOKED, EventKind.LOST):
-                    owned -= set(event.partitions)
-                    consuming -= set(event.partitions)
-                elif event.kind is EventKind.CONSUMING:
-                    consuming |= set(event.partitions) & owned
+            if instance.running:
+                consuming |= consumed_now(instance.events())
         return len(consuming) >= self.partitions
 
     def _sleep(self, seconds: float, sampler: LagSampler | None) -> None:
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
             time.sleep(min(left, TICK_S))
+            self._check_instances()
             self.tick(sampler)
+
+    def _check_instances(self) -> None:
+        """An instance that exits without being asked to (a crash, kill -9) ends the scenario:
+        LaglessError naming it."""
+        for instance in self.instances:
+            if instance.stop_sent_at is None and not instance.running:
+                raise LaglessError(instance.failure() or f"{instance.name} exited on its own")
 
     def _wait(
         self, done: Callable[[], bool], sampler: LagSampler | None, timeout: float, what: str
     ) -> None:
         deadline = time.monotonic() + timeout
         while not done():
-            for instance in self.instances:
-                problem = instance.failure()
-                if problem:
-                    raise LaglessError(problem)
             if time.monotonic() > deadline:
                 raise LaglessError(f"{what} within {timeout:.0f} s")
             self._sleep(TICK_S, sampler)
@@ -411,7 +463,14 @@ class ScenarioRun:
             windows=list(self.windows),
         )
         for instance in self.instances:
-            data.events.extend(instance.events())
+            events = instance.events()
+            if instance.exited_at is not None and not any(
+                e.kind is EventKind.STOPPED for e in events
+            ):  # died without a word: it owns nothing from its death on
+                events.append(
+                    InstanceEvent(instance.exited_at, instance.name, EventKind.STOPPED, (), False)
+                )
+            data.events.extend(events)
             data.processed.extend(instance.processed())
         data.events.sort(key=lambda e: e.ts)
         return data

@@ -4,9 +4,9 @@ Every ``interval`` seconds a :class:`LagSampler` reads the group's committed off
 broker (a consumer that never joins the group) and the log ends the producer was acknowledged:
 
 * lag in records = sum over partitions of (log end - committed offset);
-* lag in seconds = now - timestamp of the first record not yet committed, the largest over
-  partitions, 0 when every partition is committed to its end (kafka-lag-exporter's definition,
-  also that of ``lagless lag``).
+* lag in seconds = :func:`lagless.observe.lagtime.lag_seconds` (now - timestamp of the first
+  record not yet committed; 0 when caught up: the one definition lagless uses everywhere), the
+  largest over partitions.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from lagless.kafka.clients import make_consumer
 from lagless.lab.load import Load
 from lagless.lab.model import LagSample
+from lagless.observe.lagtime import lag_seconds
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +81,9 @@ class LagSampler:
             end, base = ends.get(p, 0), committed.get(p, 0)
             lag = max(0, end - base)
             per_partition.append(lag)
-            if lag:
-                ts = self._load.timestamp_ms(p, base)
-                if ts is not None:
-                    oldest_s = max(oldest_s, now - ts / 1000.0)
+            ts = self._load.timestamp_ms(p, base) if lag else None
+            seconds = lag_seconds(int(now * 1000), None if ts is None else int(ts), lag)
+            oldest_s = max(oldest_s, seconds or 0.0)
         return LagSample(now, sum(per_partition), round(oldest_s, 3), tuple(per_partition))
 
     def _run(self) -> None:

@@ -23,6 +23,8 @@ INSTANCE_COLORS = (
     "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79",
 )  # fmt: skip
 OVERLAP_COLOR = "#d62728"
+ROLLOUT_FILL = "#fff3c4"
+OPACITY = {"owned": 0.35, "consuming": 1}
 WIDTH = 920
 TOP = 34  # below the title line
 LEGEND_LINE = 16
@@ -111,7 +113,8 @@ def render_strip(strip: Strip) -> str:
     for w in strip.rollouts:
         parts.append(
             f'<rect x="{px(w.start):.1f}" y="{top}" width="{px(w.end) - px(w.start):.1f}" '
-            f'height="{plot_h:.1f}" class="rollout"><title>{escape(w.name)}</title></rect>'
+            f'height="{plot_h:.1f}" fill="{ROLLOUT_FILL}" class="rollout">'
+            f"<title>{escape(w.name)}</title></rect>"
         )
     label_every = max(1, round(10 / row_h))
     for p in range(strip.partitions):
@@ -126,7 +129,8 @@ def render_strip(strip: Strip) -> str:
         parts.append(
             f'<rect x="{px(ov.start):.1f}" y="{row_y(ov.partition):.1f}" '
             f'width="{max(px(ov.end) - px(ov.start), 1.0):.1f}" height="{row_h:.1f}" '
-            f'class="overlap" stroke="{OVERLAP_COLOR}"><title>p{ov.partition} owned by '
+            f'fill="none" stroke="{OVERLAP_COLOR}" stroke-width="1.5" class="overlap">'
+            f"<title>p{ov.partition} owned by "
             f"{escape(ov.first)} and {escape(ov.second)} for {ov.seconds:.2f} s</title></rect>"
         )
     for mark in strip.triggers:
@@ -134,12 +138,13 @@ def render_strip(strip: Strip) -> str:
         dash = ' stroke-dasharray="4 3"' if mark.kind is TriggerKind.STOP else ""
         parts.append(
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 2}" y2="{top + plot_h + 2:.1f}" '
-            f'class="trigger"{dash}><title>{escape(mark.label)} at '
+            f'stroke="#333" class="trigger"{dash}><title>{escape(mark.label)} at '
             f"{format_time(round(mark.x, 1))}</title></line>"
         )
     base = top + plot_h
     parts.append(
-        f'<rect x="{MARGIN_LEFT}" y="{top}" width="{plot_w}" height="{plot_h:.1f}" class="frame"/>'
+        f'<rect x="{MARGIN_LEFT}" y="{top}" width="{plot_w}" height="{plot_h:.1f}" '
+        'fill="none" stroke="#bbb" class="frame"/>'
     )
     for t in x_ticks:
         parts.append(
@@ -179,7 +184,7 @@ def _bars(
         x1, x2 = px(a), px(b)
         out.append(
             f'<rect x="{x1:.1f}" y="{y + 1:.1f}" width="{max(x2 - x1, 0.5):.1f}" '
-            f'height="{max(h - 2, 1.0):.1f}" fill="{color}" class="{cls}">'
+            f'height="{max(h - 2, 1.0):.1f}" fill="{color}" opacity="{OPACITY[cls]}" class="{cls}">'
             f"<title>{what}</title></rect>"
         )
     return out

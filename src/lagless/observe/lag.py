@@ -4,12 +4,15 @@ Lag in records is ``end - position``: the end offset comes from :mod:`lagless.ka
 (fetch high watermarks, never ListOffsets(LATEST)); the position is the group's committed
 offset, or the partition's start offset when the group has not committed it (a new consumer
 with ``auto.offset.reset=earliest`` would start there), and never below the start offset (records
-already deleted cannot be consumed). Lag in seconds is the age of the next unconsumed record:
-now minus the timestamp of the record at the position, fetched once per lagging partition; 0
-when there is no lag.
+already deleted cannot be consumed). Lag in seconds is defined once, in
+:func:`lagless.observe.lagtime.lag_seconds`: now minus the timestamp of the record at the
+position (the first one not committed), fetched once per lagging partition; 0 when there is no
+lag.
 
 Which partitions: every partition of ``--topic``, or of every topic the group has committed
-offsets for. A group with no committed offsets that the cluster does not list is unknown.
+offsets for or is assigned. A group with no committed offsets, no members joining (DescribeGroups
+neither Empty nor Dead) and that the cluster does not list is unknown; one whose members joined
+but never committed exists (Tansu lists a group only after its first commit).
 """
 
 from __future__ import annotations
@@ -20,23 +23,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from lagless.errors import ClusterError, LaglessError
-from lagless.kafka.admin import committed_offsets, list_groups
-from lagless.kafka.clients import make_admin, make_consumer
+from lagless.kafka.admin import committed_offsets
+from lagless.kafka.clients import make_consumer
+from lagless.kafka.groups import GroupInfo, describe_group, group_ids
 from lagless.kafka.offsets import OffsetProbe, PartitionKey, probe_conf
 from lagless.kafka.records import coordinates, timestamp_ms
+from lagless.observe.lagtime import lag_seconds
 
 log = logging.getLogger(__name__)
-
-ACTIVE_STATES = frozenset(
-    {
-        ConsumerGroupState.STABLE,
-        ConsumerGroupState.PREPARING_REBALANCING,
-        ConsumerGroupState.COMPLETING_REBALANCING,
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -69,13 +66,6 @@ def position(committed: int | None, start: int, end: int) -> int:
     return min(resume, end)
 
 
-def lag_seconds(now_ms: int, record_ts_ms: int | None) -> float | None:
-    """Age of the next unconsumed record; None when it has no timestamp."""
-    if record_ts_ms is None:
-        return None
-    return max(0.0, (now_ms - record_ts_ms) / 1000.0)
-
-
 class LagReader:
     """Measures a group's lag; keeps its clients open across calls (``--watch``)."""
 
@@ -85,7 +75,6 @@ class LagReader:
         self.topic = topic
         self._probe = OffsetProbe(conf)
         self._head = make_consumer(probe_conf(conf))
-        self._admin = make_admin(conf)
 
     def close(self) -> None:
         self._probe.close()
@@ -97,23 +86,28 @@ class LagReader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def check(self) -> None:
-        """Raise a one-line LaglessError when the topic or the group does not exist."""
+    def check(self) -> bool:
+        """Raise a one-line LaglessError when the topic or the group does not exist; False
+        when the group exists but has committed nothing yet (its consumers are joining)."""
         if self.topic is not None:
             self._probe.partitions(self.topic)
-        if not committed_offsets(self.conf, self.group) and self.group not in list_groups(
-            self.conf
-        ):
+        if committed_offsets(self.conf, self.group):
+            return True
+        info = self.describe()  # some brokers (Tansu) list a group only once it committed
+        joining = info is not None and info.state not in ("Empty", "Dead")
+        if not joining and self.group not in group_ids(self.conf):
             raise LaglessError(
                 f"consumer group {self.group!r} not found (no committed offsets, not listed)"
             )
+        return False
 
-    def measure(self) -> list[PartitionLag]:
-        """The lag of every partition, sorted by topic and partition."""
+    def measure(self, assigned: Iterable[str] = ()) -> list[PartitionLag]:
+        """The lag of every partition, sorted by topic and partition: of ``--topic``, else of
+        every topic the group committed or is ``assigned``."""
         topics = [self.topic] if self.topic is not None else None
         commits = committed_offsets(self.conf, self.group, topics)
         keys: list[PartitionKey] = []
-        for topic in sorted(set(topics or [t for t, _ in commits])):
+        for topic in sorted(set(topics or [*(t for t, _ in commits), *assigned])):
             try:
                 keys.extend((topic, p) for p in self._probe.partitions(topic))
             except ClusterError:
@@ -131,7 +125,7 @@ class LagReader:
         out = []
         for key in keys:
             lag = ends[key] - positions[key]
-            seconds = lag_seconds(now_ms, heads.get(key)) if lag > 0 else 0.0
+            seconds = lag_seconds(now_ms, heads.get(key), lag)
             out.append(
                 PartitionLag(key[0], key[1], commits.get(key), starts[key], ends[key], lag, seconds)
             )
@@ -174,20 +168,24 @@ class LagReader:
             log.warning("no record fetched within %.0f s for %s", timeout, missing)
         return found
 
-    def group_active(self, timeout: float = 10.0) -> bool | None:
-        """Whether the group has live members now; None when the cluster does not say."""
+    def describe(self) -> GroupInfo | None:
+        """The group's state and members; None when the cluster does not answer."""
         try:
-            future = self._admin.describe_consumer_groups([self.group], request_timeout=timeout)
-            description = future[self.group].result(timeout=timeout)
-        except KafkaException as exc:
+            return describe_group(self.conf, self.group)
+        except ClusterError as exc:
             log.info("cannot describe group %s: %s", self.group, exc)
             return None
-        state = description.state
-        if state in ACTIVE_STATES:
-            return True
-        if state in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD):
-            return False
+
+    def group_active(self) -> bool | None:
+        """Whether the group has live members now; None when the cluster does not say."""
+        return activity(self.describe())
+
+
+def activity(info: GroupInfo | None) -> bool | None:
+    """Whether a described group has live members; None when its state is not known."""
+    if info is None or info.state == "Unknown":
         return None
+    return info.active
 
 
 def measure_lag(
@@ -195,7 +193,11 @@ def measure_lag(
 ) -> list[PartitionLag]:
     """One-shot lag of ``group`` (checked to exist), optionally limited to ``topic``."""
     with LagReader(conf, group, topic) as reader:
-        reader.check()
+        if not reader.check() and topic is None:
+            raise LaglessError(
+                f"consumer group {group!r} has not committed offsets yet (its consumers may be "
+                "joining): use --watch to wait for them, or --topic to measure from the start"
+            )
         return reader.measure()
 
 

@@ -1,15 +1,18 @@
 """The run report: one self-contained HTML file drawn from a run timeline.
 
-Plots (inline SVG, see :mod:`lagless.observe.svg`): throughput, lag in records, lag in seconds,
-end-to-end latency percentiles, records in flight and paused partitions, and a strip of
-rebalance events (also marked on every plot); then a summary table and the list of events.
+Plots (inline SVG, see :mod:`lagless.observe.svg`): input rate beside processed rate, lag in
+records (all partitions and per partition), lag in seconds, end-to-end latency percentiles,
+records in flight, paused partitions (on their own axis), the dead-letter rate, and a strip of
+rebalance events (also marked on every plot); before them the run's settings (``run.json``) and
+a summary table, after them the list of events.
 The file has no script and loads nothing from the network.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
@@ -17,7 +20,13 @@ from pathlib import Path
 
 from lagless.errors import LaglessError
 from lagless.observe.svg import PALETTE, Chart, Mark, Series, render, render_events
-from lagless.observe.timeline import RebalanceEvent, Sample, load_timeline, timeline_path
+from lagless.observe.timeline import (
+    RUN_FILE,
+    RebalanceEvent,
+    Sample,
+    load_timeline,
+    timeline_path,
+)
 
 REPORT_FILE = "report.html"
 
@@ -27,8 +36,11 @@ PLOT_IDS = (
     "plot-lag-seconds",
     "plot-latency",
     "plot-in-flight",
+    "plot-paused",
+    "plot-dlq",
     "plot-rebalances",
 )
+MAX_PARTITION_LINES = 8  # lag per partition: the partitions with the most lag
 
 STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; max-width: 960px; }
@@ -118,6 +130,11 @@ def fmt(value: float | None, unit: str = "") -> str:
     return f"{value:.3g}{unit}"
 
 
+def backlog(samples: Sequence[Sample]) -> float:
+    """The lag when the consumer first reported one: what waited when the run began."""
+    return next((s.lag_records for s in samples if s.lag_records or s.processed), 0.0)
+
+
 def summary(samples: Sequence[Sample]) -> list[tuple[str, str]]:
     """The rows of the summary table (label, value)."""
     last = samples[-1]
@@ -137,6 +154,7 @@ def summary(samples: Sequence[Sample]) -> list[tuple[str, str]]:
         ("records processed", fmt(done)),
         ("throughput, mean", fmt(done / duration, " records/s")),
         ("throughput, best interval", fmt(max(s.throughput for s in samples), " records/s")),
+        ("lag (records) at start: the backlog found", fmt(backlog(samples))),
         ("lag (records), max / at end", f"{fmt(max(s.lag_records for s in samples))} / "
          f"{fmt(last.lag_records)}"),
         ("lag (seconds), max / at end", f"{fmt(max(s.lag_seconds for s in samples), ' s')} / "
@@ -159,11 +177,14 @@ def summary(samples: Sequence[Sample]) -> list[tuple[str, str]]:
     ]  # fmt: skip
     if last.batches:
         rows.append(("Spark micro-batches", fmt(last.batches)))
+        durations = [s.batch_seconds for s in samples if s.batch_seconds]
+        rows.append(("micro-batch duration, max", fmt(max(durations, default=None), " s")))
     return rows
 
 
 def charts(samples: Sequence[Sample]) -> list[str]:
-    """Every plot as an SVG element, in :data:`PLOT_IDS` order."""
+    """Every plot as an SVG element, in :data:`PLOT_IDS` order (plus the micro-batch plot of
+    a Spark run)."""
     t0 = run_start(samples)
     xs = [s.ts - t0 for s in samples]
     x_max = max(xs[-1], 1.0)
@@ -177,10 +198,11 @@ def charts(samples: Sequence[Sample]) -> list[str]:
         return render(Chart(chart_id, title, unit, lines, marks, x_max=x_max))
 
     return [
-        chart("plot-throughput", "Throughput", "records/s",
-              ("records/s", [s.throughput for s in samples])),
-        chart("plot-lag-records", "Lag in records (sum over partitions)", "records",
-              ("lag", [s.lag_records for s in samples])),
+        chart("plot-throughput", "Input rate (end offsets) and processed rate", "records/s",
+              ("processed", [s.throughput for s in samples]),
+              ("input", [s.input_rate for s in samples])),
+        chart("plot-lag-records", "Lag in records: all partitions and per partition", "records",
+              ("all", [s.lag_records for s in samples]), *partition_lags(samples)),
         chart("plot-lag-seconds", "Lag in seconds (oldest partition)", "seconds",
               ("lag", [s.lag_seconds for s in samples]),
               ("oldest unfinished", [s.oldest_unfinished_seconds for s in samples])),
@@ -188,11 +210,37 @@ def charts(samples: Sequence[Sample]) -> list[str]:
               ("p50", [s.e2e_p50 for s in samples]),
               ("p95", [s.e2e_p95 for s in samples]),
               ("p99", [s.e2e_p99 for s in samples])),
-        chart("plot-in-flight", "Records in flight and paused partitions", "count",
-              ("in flight", [s.in_flight for s in samples]),
-              ("paused partitions", [s.paused for s in samples])),
+        chart("plot-in-flight", "Records in flight", "records",
+              ("in flight", [s.in_flight for s in samples])),
+        chart("plot-paused", "Partitions paused by backpressure", "partitions",
+              ("paused", [s.paused for s in samples])),
+        chart("plot-dlq", "Records dead-lettered", "records/s",
+              ("to the DLQ", [s.dlq_rate for s in samples])),
+        *([chart("plot-batches", "Spark micro-batch duration (last batch)", "seconds",
+                 ("batch", [s.batch_seconds or None for s in samples]))]
+          if any(s.batches for s in samples) else []),
         render_events("plot-rebalances", "Rebalance events", marks, x_max),
     ]  # fmt: skip
+
+
+def partition_lags(samples: Sequence[Sample]) -> list[tuple[str, list[float | None]]]:
+    """Lag in records per partition, for the partitions with the most lag."""
+    peak: dict[str, float] = {}
+    for sample in samples:
+        for key, lag in sample.lag_partitions.items():
+            peak[key] = max(peak.get(key, 0.0), lag)
+    top = sorted(peak, key=lambda k: (-peak[k], k))[:MAX_PARTITION_LINES]
+    return [(key, [s.lag_partitions.get(key) for s in samples]) for key in sorted(top)]
+
+
+def settings_table(settings: Mapping[str, object]) -> str:
+    if not settings:
+        return "<p>No settings recorded (run.json is missing).</p>"
+    rows = "".join(
+        f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>"
+        for k, v in sorted(settings.items())
+    )
+    return f"<table id=settings>{rows}</table>"
 
 
 def events_table(samples: Sequence[Sample]) -> str:
@@ -213,7 +261,11 @@ def events_table(samples: Sequence[Sample]) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def build_report(samples: Sequence[Sample], title: str = "lagless run") -> str:
+def build_report(
+    samples: Sequence[Sample],
+    title: str = "lagless run",
+    settings: Mapping[str, object] | None = None,
+) -> str:
     """The whole HTML document."""
     if not samples:
         raise LaglessError("the timeline has no samples: nothing to report")
@@ -228,11 +280,21 @@ def build_report(samples: Sequence[Sample], title: str = "lagless run") -> str:
         f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
         f"<h1>{escape(title)}</h1>\n<p class=sub>run of {started}, "
         f"{len(samples)} samples</p>\n"
+        f"<h2>Run settings</h2>\n{settings_table(settings or {})}\n"
         f"<h2>Summary</h2>\n<table id=summary>{rows}</table>\n"
         f"<h2>Over time</h2>\n{plots}\n"
         f"<h2>Rebalance events</h2>\n{events_table(samples)}\n"
         "</body>\n</html>\n"
     )
+
+
+def read_settings(directory: Path) -> dict[str, object]:
+    """The run's settings from ``run.json`` (empty when it is missing or unreadable)."""
+    try:
+        doc = json.loads((directory / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def write_report(directory: Path, output: Path | None = None, title: str | None = None) -> Path:
@@ -242,7 +304,9 @@ def write_report(directory: Path, output: Path | None = None, title: str | None 
     if not samples:
         raise LaglessError(f"timeline {source} has no samples: nothing to report")
     target = output or source.parent / REPORT_FILE
-    html = build_report(samples, title or f"lagless run: {source.parent.name}")
+    html = build_report(
+        samples, title or f"lagless run: {source.parent.name}", read_settings(source.parent)
+    )
     try:
         target.write_text(html, encoding="utf-8")
     except OSError as exc:

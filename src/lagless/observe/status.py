@@ -13,9 +13,9 @@ and the partition's end offset. Over the last ``window`` seconds of observations
     the committed offset did not move over the whole window while lag existed, and the group
     still has active members: a consumer is there but stuck (Burrow rule 4).
 ``STOP``
-    the committed offset did not move over the whole window while lag existed, and the group
-    has no active member: nobody commits, so no commit came for longer than the window
-    (Burrow rule 3).
+    the group has no active member and the committed offset did not move while the partition
+    lagged: nobody consumes it (Burrow rule 3). Reported at once, without waiting for a full
+    window, so a group nobody consumes is never ``OK`` while behind.
 
 Burrow reads every commit (with its timestamp) from ``__consumer_offsets``; a client only sees
 the committed offset when it asks, so a commit of an unchanged offset is invisible. Whether the
@@ -85,10 +85,13 @@ def evaluate(
     seen = in_window(observations, window, now)
     if not seen or any(o.lag == 0 for o in seen):
         return Status.OK
+    frozen = all(o.committed == seen[0].committed for o in seen)
+    if active is False and frozen:
+        return Status.STOP  # behind and nobody consumes: no full window needed to say so
     if coverage(seen, window, now) < 1.0 or len(seen) < 2:
         return Status.OK
-    if all(o.committed == seen[0].committed for o in seen):
-        return Status.STOP if active is False else Status.STALL
+    if frozen:
+        return Status.STALL
     if all(b.lag >= a.lag for a, b in pairwise(seen)):
         return Status.WARN
     return Status.OK

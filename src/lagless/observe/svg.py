@@ -101,11 +101,32 @@ def segments(points: Sequence[Point]) -> list[list[tuple[float, float]]]:
     return [run for run in out if run]
 
 
+LEGEND_ROW = 16  # px per legend row, below the x axis
+CHAR_PX = 7  # a generous width of one legend character at 11 px
+
+
+def legend_layout(names: Sequence[str], left: float, right: float) -> list[tuple[float, int]]:
+    """(x, row) of each legend entry: left to right, wrapping before ``right`` so that no
+    label runs off the chart."""
+    out: list[tuple[float, int]] = []
+    x, row = left, 0
+    for name in names:
+        width = 14 + CHAR_PX * len(name) + 12
+        if x > left and x + width > right:
+            x, row = left, row + 1
+        out.append((x, row))
+        x += width
+    return out
+
+
 def render(chart: Chart) -> str:
-    """The chart as one ``<svg>`` element."""
-    w, h = chart.width, chart.height
+    """The chart as one ``<svg>`` element (the legend below the plot, wrapped)."""
+    w = chart.width
     plot_w = w - MARGIN_LEFT - MARGIN_RIGHT
-    plot_h = h - MARGIN_TOP - MARGIN_BOTTOM
+    plot_h = chart.height - MARGIN_TOP - MARGIN_BOTTOM
+    legend = legend_layout([s.name for s in chart.series], MARGIN_LEFT, w - MARGIN_RIGHT)
+    rows = max((row for _, row in legend), default=-1) + 1
+    h = chart.height + LEGEND_ROW * rows
     xs = [x for s in chart.series for x, _ in s.points] + [m.x for m in chart.marks]
     ys = [y for s in chart.series for _, y in s.points if y is not None and math.isfinite(y)]
     x_top = chart.x_max if chart.x_max is not None else max(xs, default=1.0)
@@ -169,17 +190,24 @@ def render(chart: Chart) -> str:
                 parts.append(
                     f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{series.color}"/>'
                 )
-    legend_x = w - MARGIN_RIGHT
-    for series in reversed(chart.series):
-        label = escape(series.name)
-        width = 14 + 7 * len(series.name)
-        legend_x -= width + 12
+    for series, (legend_x, row) in zip(chart.series, legend, strict=True):
+        top = chart.height - 8 + LEGEND_ROW * row
         parts.append(
-            f'<rect x="{legend_x}" y="11" width="10" height="10" fill="{series.color}"/>'
-            f'<text x="{legend_x + 14}" y="20" class="legend">{label}</text>'
+            f'<rect x="{legend_x}" y="{top - 9}" width="10" height="10" fill="{series.color}"/>'
+            f'<text x="{legend_x + 14}" y="{top}" class="legend">{escape(series.name)}</text>'
         )
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def event_label(x: float, y: float, label: str, right: float) -> str:
+    """An event's label right of its tick, or left of it near the right edge (never cut)."""
+    if x + 6 + CHAR_PX * len(label) > right:
+        return (
+            f'<text x="{x - 6:.1f}" y="{y}" class="event-label" text-anchor="end">'
+            f"{escape(label)}</text>"
+        )
+    return f'<text x="{x + 6:.1f}" y="{y}" class="event-label">{escape(label)}</text>'
 
 
 def render_events(chart_id: str, title: str, marks: Sequence[Mark], x_max: float) -> str:
@@ -219,8 +247,7 @@ def render_events(chart_id: str, title: str, marks: Sequence[Mark], x_max: float
             f'y2="{base - 22 - lift}" stroke="{color}" class="event"/>'
             f'<circle cx="{px(mark.x):.1f}" cy="{base - 22 - lift}" r="4" fill="{color}">'
             f"<title>{escape(mark.label)} at {format_time(round(mark.x, 1))}</title></circle>"
-            f'<text x="{px(mark.x) + 6:.1f}" y="{base - 18 - lift}" class="event-label">'
-            f"{escape(mark.label)}</text>"
+            + event_label(px(mark.x), base - 18 - lift, mark.label, w - MARGIN_RIGHT)
         )
     if not marks:
         parts.append(

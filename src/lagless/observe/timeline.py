@@ -21,7 +21,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -29,11 +29,14 @@ from typing import IO
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lagless.errors import LaglessError
+from lagless.observe.exact import exact_quantile
 from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 TIMELINE_FILE = "timeline.jsonl"
+RUN_FILE = "run.json"  # the run's settings (topic, group, handler, ...), for the report
+FAST_SECONDS = 30.0  # the first seconds of a run are sampled four times per interval
 PERCENTILES = (0.50, 0.95, 0.99)
 
 
@@ -69,20 +72,25 @@ class Sample(BaseModel):
     ts: float
     interval: float = 0.0
     throughput: float = 0.0
+    input_rate: float | None = None
     processed: float = 0.0
     lag_records: float = 0.0
     lag_seconds: float = 0.0
     e2e_p50: float | None = None
     e2e_p95: float | None = None
     e2e_p99: float | None = None
+    e2e_exact: bool = False
     in_flight: float = 0.0
     paused: float = 0.0
     pause_events: float = 0.0
     rebalances: float = 0.0
     commits: float = 0.0
     dlq: float = 0.0
+    dlq_rate: float = 0.0
     oldest_unfinished_seconds: float = 0.0
     batches: float = 0.0
+    batch_seconds: float = 0.0
+    lag_partitions: dict[str, float] = {}
     events: list[RebalanceEvent] = []
 
 
@@ -100,6 +108,7 @@ class Snapshot:
     dlq: float = 0.0
     oldest_unfinished: float = 0.0
     batches: float = 0.0
+    batch_seconds: float = 0.0
     assigned: float = 0.0
     revoked: float = 0.0
     lost: float = 0.0
@@ -107,6 +116,8 @@ class Snapshot:
     rebalance_sum: float = 0.0
     callbacks: dict[str, float] = field(default_factory=dict)
     e2e_buckets: dict[float, float] = field(default_factory=dict)
+    ends: dict[str, float] = field(default_factory=dict)  # "topic[p]" -> end offset
+    lags: dict[str, float] = field(default_factory=dict)  # "topic[p]" -> lag in records
 
 
 _SUMS = {
@@ -127,6 +138,7 @@ _SUMS = {
 _MAXES = {
     "lagless_lag_seconds": "lag_seconds",
     "lagless_oldest_unfinished_age_seconds": "oldest_unfinished",
+    "lagless_batch_seconds": "batch_seconds",
 }
 
 
@@ -135,6 +147,10 @@ def snapshot(metrics: Metrics) -> Snapshot:
     snap = Snapshot()
     for family in metrics.registry.collect():
         for s in family.samples:
+            if s.name == "lagless_end_offset":
+                snap.ends[partition_key(s.labels)] = s.value
+            elif s.name == "lagless_lag_records":
+                snap.lags[partition_key(s.labels)] = s.value
             if s.name in _SUMS:
                 attr = _SUMS[s.name]
                 setattr(snap, attr, getattr(snap, attr) + s.value)
@@ -148,6 +164,19 @@ def snapshot(metrics: Metrics) -> Snapshot:
                 le = float(s.labels["le"])
                 snap.e2e_buckets[le] = snap.e2e_buckets.get(le, 0.0) + s.value
     return snap
+
+
+def partition_key(labels: Mapping[str, str]) -> str:
+    return f"{labels.get('topic', '')}[{labels.get('partition', '')}]"
+
+
+def input_rate(now: Snapshot, before: Snapshot, seconds: float) -> float | None:
+    """Records/s written to the consumed partitions: the rise of their end offsets (a partition
+    first seen in this interval adds nothing). None before any end offset is known."""
+    if not now.ends or seconds <= 0:
+        return None
+    rise = sum(max(0.0, end - before.ends.get(key, end)) for key, end in now.ends.items())
+    return round(rise / seconds, 3)
 
 
 def quantile(q: float, buckets: Mapping[float, float]) -> float | None:
@@ -197,29 +226,47 @@ def rebalance_event(now: Snapshot, before: Snapshot) -> RebalanceEvent | None:
     return event if moved else None
 
 
-def make_sample(now: Snapshot, before: Snapshot, ts: float, seconds: float) -> Sample:
-    """The sample for the interval between ``before`` and ``now`` (``seconds`` long)."""
-    delta = bucket_delta(now.e2e_buckets, before.e2e_buckets)
-    p50, p95, p99 = (quantile(q, delta) for q in PERCENTILES)
+def make_sample(
+    now: Snapshot,
+    before: Snapshot,
+    ts: float,
+    seconds: float,
+    exact: Sequence[float] | None = None,
+) -> Sample:
+    """The sample for the interval between ``before`` and ``now`` (``seconds`` long).
+
+    ``exact``: every e2e latency observed in the interval, when all were kept; the
+    percentiles are then exact, else interpolated in the histogram's buckets."""
+    if exact:
+        ordered = sorted(exact)
+        p50, p95, p99 = (exact_quantile(q, ordered) for q in PERCENTILES)
+    else:
+        delta = bucket_delta(now.e2e_buckets, before.e2e_buckets)
+        p50, p95, p99 = (quantile(q, delta) for q in PERCENTILES)
     event = rebalance_event(now, before)
     return Sample(
         ts=round(ts, 3),
-        interval=round(seconds, 3),
+        interval=round(seconds, 6),
         throughput=round((now.processed - before.processed) / seconds, 3) if seconds > 0 else 0.0,
+        input_rate=input_rate(now, before, seconds),
         processed=now.processed,
         lag_records=now.lag_records,
         lag_seconds=round(now.lag_seconds, 6),
         e2e_p50=None if p50 is None else round(p50, 6),
         e2e_p95=None if p95 is None else round(p95, 6),
         e2e_p99=None if p99 is None else round(p99, 6),
+        e2e_exact=bool(exact),
         in_flight=now.in_flight,
         paused=now.paused,
         pause_events=now.pause_events,
         rebalances=sum(now.callbacks.values()),
         commits=now.commits,
         dlq=now.dlq,
+        dlq_rate=round((now.dlq - before.dlq) / seconds, 3) if seconds > 0 else 0.0,
+        lag_partitions=dict(sorted(now.lags.items())),
         oldest_unfinished_seconds=round(now.oldest_unfinished, 6),
         batches=now.batches,
+        batch_seconds=now.batch_seconds,
         events=[event] if event is not None else [],
     )
 
@@ -231,9 +278,16 @@ class Recorder:
     (possibly shorter) sample, so even a run shorter than one interval leaves a line.
     """
 
-    def __init__(self, metrics: Metrics, directory: Path, interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        metrics: Metrics,
+        directory: Path,
+        interval: float = 1.0,
+        settings: Mapping[str, object] | None = None,
+    ) -> None:
         if interval <= 0:
             raise LaglessError(f"timeline interval must be positive, not {interval}")
+        self.settings = dict(settings or {})
         self.metrics = metrics
         self.directory = Path(directory)
         self.interval = interval
@@ -251,10 +305,15 @@ class Recorder:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._file = self.path.open("w", encoding="utf-8")
+            if self.settings:
+                text = json.dumps(self.settings, sort_keys=True, default=str)
+                (self.directory / RUN_FILE).write_text(text + "\n", encoding="utf-8")
         except OSError as exc:
             raise LaglessError(f"cannot write the timeline to {self.path}: {exc}") from None
         self._last = snapshot(self.metrics)
         self._last_t = time.monotonic()
+        self.metrics.e2e_exact.drain()
+        self.metrics.e2e_exact.enabled = True
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="lagless-timeline", daemon=True)
         self._thread.start()
@@ -268,6 +327,8 @@ class Recorder:
         thread.join(timeout=max(5.0, 2 * self.interval))
         self._thread = None
         self.sample(final=True)
+        self.metrics.e2e_exact.enabled = False
+        self.metrics.e2e_exact.drain()
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -291,7 +352,9 @@ class Recorder:
         short = now_t - self._last_t < self.interval / 2
         if final and short and self.samples_written and now.processed == self._last.processed:
             return None
-        out = make_sample(now, self._last, time.time(), now_t - self._last_t)
+        values, complete = self.metrics.e2e_exact.drain()
+        exact = values if complete else None
+        out = make_sample(now, self._last, time.time(), now_t - self._last_t, exact)
         self._last, self._last_t = now, now_t
         try:
             self._file.write(out.model_dump_json(exclude_defaults=False) + "\n")
@@ -303,12 +366,20 @@ class Recorder:
         return out
 
     def _run(self) -> None:
-        next_at = time.monotonic() + self.interval
+        """Sample every ``interval`` (every quarter interval during the first
+        :data:`FAST_SECONDS`, so a short run shows its lag and concurrency)."""
+        started = time.monotonic()
+
+        def step() -> float:
+            fast = time.monotonic() - started < FAST_SECONDS
+            return self.interval / 4 if fast else self.interval
+
+        next_at = started + step()
         while not self._stop.wait(max(0.0, next_at - time.monotonic())):
             self.sample()
-            next_at += self.interval
+            next_at += step()
             if next_at < time.monotonic():  # fell behind (a stalled process): do not burst
-                next_at = time.monotonic() + self.interval
+                next_at = time.monotonic() + step()
 
 
 def timeline_path(path: Path) -> Path:

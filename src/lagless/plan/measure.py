@@ -8,6 +8,10 @@ Both measurements use a fresh one-partition scratch topic (deleted afterwards):
   running the handler. The rate counts from the first handler call to the last completion, so
   the group join is not in it; the run stops after ``count`` records or ``max_seconds``.
 
+A rate measured on a failing handler sizes nothing: the first failure stops the measurement
+(failures are counted, not logged one by one) and :func:`measure` refuses with one line that
+names the failures and the first one's record.
+
 Record values are the chosen workload's JSON, padded with random hex (not a repeated byte, which
 would compress unrealistically well) to ``record_bytes``.
 """
@@ -54,6 +58,7 @@ class ConsumeResult:
     records_per_s: float
     handler_seconds: float | None
     method: str  # "engine"
+    first_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,7 @@ class TimedHandler:
         self.done = 0
         self.failed = 0
         self.busy = 0.0
+        self.first_error: str | None = None
         self.timer: threading.Timer | None = None
 
     def __call__(self, record: Any) -> object:
@@ -120,18 +126,22 @@ class TimedHandler:
                     self.timer = threading.Timer(self._max_seconds, self._stop.set)
                     self.timer.daemon = True
                     self.timer.start()
-        ok = False
+        error: str | None = None
         try:
-            result = self._handler(record)
-            ok = True
-            return result
+            return self._handler(record)
+        except Exception as exc:  # counted here: the measurement stops and is refused
+            error = f"{type(exc).__name__}: {exc} ({getattr(record, 'coordinates', '?')})"
+            self._stop.set()
+            return None
         finally:
             end = time.monotonic()
             with self._lock:
                 self.done += 1
-                self.failed += 0 if ok else 1
                 self.busy += end - start
                 self.last_end = max(self.last_end, end)
+                if error is not None:
+                    self.failed += 1
+                    self.first_error = self.first_error or error
 
     def result(self, method: str) -> ConsumeResult:
         if self.first_start is None or self.done == 0:
@@ -144,6 +154,7 @@ class TimedHandler:
             records_per_s=round(self.done / seconds, 1),
             handler_seconds=self.busy / self.done,
             method=method,
+            first_error=self.first_error,
         )
 
 
@@ -213,4 +224,10 @@ def measure(
             delete_topic(conf, scratch)
         except LaglessError as exc:
             log.warning("could not delete scratch topic %s: %s", scratch, exc)
+    if consumed.failed:
+        raise LaglessError(
+            f"the handler failed on {consumed.failed} of {consumed.processed} records measured "
+            f"(first: {consumed.first_error}); no plan from a failing handler: fix it, or "
+            "measure with records it accepts (--workload)"
+        )
     return Measurement(produced, consumed, mean_bytes)

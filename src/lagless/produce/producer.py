@@ -7,9 +7,10 @@ for a ``duration``; the result says how many records were delivered and how many
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any, cast
 
 from confluent_kafka import KafkaError, Message
@@ -56,11 +57,14 @@ class ProduceResult:
     mb_per_s: float
     profile: str
     first_error: str | None = None
+    interrupted: bool = False  # stopped by Ctrl-C: the counts are what was sent until then
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         if out["first_error"] is None:
             del out["first_error"]
+        if not out["interrupted"]:
+            del out["interrupted"]  # said only when it happened
         return out
 
 
@@ -75,15 +79,27 @@ class AccountedProducer:
 
     def send(self, topic: str, record: OutRecord, partition: int = PARTITION_ANY) -> None:
         """Queue one record; waits (serving callbacks) while the local queue is full."""
+        self.send_raw(topic, record.value, record.key, record.headers, partition)
+
+    def send_raw(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: Sequence[tuple[str, bytes | None]] | None = None,
+        partition: int = PARTITION_ANY,
+    ) -> None:
+        """Queue one record given by its parts (a ``None`` value is a tombstone)."""
+        pairs = cast("list[tuple[str, str | bytes | None]]", list(headers or []))
         while True:
             try:
                 self._producer.produce(
                     topic,
-                    record.value,
-                    key=record.key,
+                    value,
+                    key=key,
                     partition=partition,
                     on_delivery=self.stats.on_delivery,
-                    headers=cast("list[tuple[str, str | bytes | None]]", record.headers) or None,
+                    headers=pairs or None,
                 )
                 break
             except BufferError:
@@ -94,6 +110,23 @@ class AccountedProducer:
 
     def poll(self, timeout: float = 0.0) -> None:
         self._producer.poll(timeout)
+
+    def result(self, topic: str, sent: int, started: float) -> ProduceResult:
+        """What was delivered of ``sent`` records since ``started`` (monotonic), after
+        :meth:`flush`; ClusterError when none of them was."""
+        seconds = max(time.monotonic() - started, 1e-9)
+        stats = self.stats
+        if sent and stats.delivered == 0:
+            raise ClusterError(f"no record was delivered to {topic!r}: {stats.first_error}")
+        return ProduceResult(
+            produced=stats.delivered,
+            failed=stats.failed,
+            seconds=round(seconds, 3),
+            records_per_s=round(stats.delivered / seconds, 1),
+            mb_per_s=round(stats.bytes / seconds / 1e6, 3),
+            profile=self.profile.value,
+            first_error=stats.first_error,
+        )
 
     def flush(self, timeout: float = 60.0) -> int:
         """Wait for outstanding deliveries; any left after ``timeout`` count as failed."""
@@ -130,38 +163,36 @@ def run_load(
     profile: Profile | str = Profile.THROUGHPUT,
     on_progress: ProgressFn | None = None,
     flush_timeout: float = 120.0,
+    stop: threading.Event | None = None,
 ) -> ProduceResult:
-    """Produce ``count`` records, or ``rate`` records/s for ``duration`` seconds."""
+    """Produce ``count`` records, or ``rate`` records/s for ``duration`` seconds; ``stop``
+    (set by the CLI's Ctrl-C handler) ends it early: what was sent is flushed and counted."""
     check_load_args(count, rate, duration)
     producer = AccountedProducer(conf, profile)
     total = count if count is not None else int((rate or 0) * (duration or 0))
     started = time.monotonic()
     sent = 0
-    for record in records:
-        if sent >= total:
-            break
-        if rate is not None:
-            due = started + sent / rate
-            wait = due - time.monotonic()
-            if wait > 0:
-                producer.poll(wait)
-        producer.send(topic, record)
-        sent += 1
-        if on_progress is not None and sent % 1000 == 0:
-            on_progress(sent)
+    interrupted = False
+    halt = stop or threading.Event()
+    try:
+        for record in records:
+            if sent >= total:
+                break
+            if rate is not None:
+                due = started + sent / rate
+                while (wait := due - time.monotonic()) > 0 and not halt.is_set():
+                    producer.poll(min(wait, 0.1))  # short steps: a stop is seen at once
+            if halt.is_set():
+                interrupted = True
+                break
+            producer.send(topic, record)
+            sent += 1
+            if on_progress is not None and sent % 1000 == 0:
+                on_progress(sent)
+    except KeyboardInterrupt:  # Ctrl-C: what was sent is flushed and counted
+        interrupted = True
     producer.flush(flush_timeout)
     if on_progress is not None:
         on_progress(sent)
-    seconds = max(time.monotonic() - started, 1e-9)
-    stats = producer.stats
-    if sent and stats.delivered == 0:
-        raise ClusterError(f"no record was delivered to {topic!r}: {stats.first_error}")
-    return ProduceResult(
-        produced=stats.delivered,
-        failed=stats.failed,
-        seconds=round(seconds, 3),
-        records_per_s=round(stats.delivered / seconds, 1),
-        mb_per_s=round(stats.bytes / seconds / 1e6, 3),
-        profile=producer.profile.value,
-        first_error=stats.first_error,
-    )
+    result = producer.result(topic, sent, started)
+    return replace(result, interrupted=True) if interrupted else result

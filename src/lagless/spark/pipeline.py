@@ -452,7 +452,7 @@ def run_pipeline(
     ``spark``: a session to use (default: one is built for ``config.master`` and stopped at
     the end). ``raw``: another source of Kafka-shaped rows (benchmarks).
     """
-    metrics = metrics or Metrics()
+    metrics = metrics or Metrics(group=config.group)
     prepare_topics(config)
     own_session = spark is None
     session = spark or build_session(config.master, app_name=f"lagless-pipeline-{config.topic}")

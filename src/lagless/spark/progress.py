@@ -144,12 +144,12 @@ class ProgressTracker:
                 )
         for c in counts.counts:
             m.records_processed.labels(c.topic, str(c.partition), c.outcome).inc(c.rows)
+            if c.outcome == DLQ and self.dlq_topic is not None:
+                m.dlq_records.labels(c.topic).inc(c.rows)  # the source topic, as in the engine
             if c.mean_timestamp is not None:
                 m.e2e_latency.labels(c.topic).observe(
                     max(0.0, counts.written_at - c.mean_timestamp)
                 )
-        if self.dlq_topic is not None and counts.rows(DLQ):
-            m.dlq_records.labels(self.dlq_topic).inc(counts.rows(DLQ))
 
     def totals(self) -> Totals:
         with self._lock:
@@ -174,6 +174,7 @@ class ProgressTracker:
                 self._ends[name] = {k: max(v, known.get(k, v)) for k, v in ends.items()}
             for key, offset in latest.items():
                 self._latest[key] = max(offset, self._latest.get(key, offset))
+                self.metrics.end_offset.labels(key[0], str(key[1])).set(self._latest[key])
             commit = self._to_commit()
             lag = self._lag(commit or self._committed)
             if name == self.main_query:
@@ -213,6 +214,7 @@ class ProgressTracker:
             return None
         self._reported.add(batch_id)
         self.metrics.batches.inc()
+        self.metrics.batch_seconds.set(float(progress.batchDuration) / 1000.0)
         return BatchReport(
             batch_id=batch_id,
             input_rows=counts.rows(),

@@ -1,0 +1,121 @@
+"""Typed keys and values: turn a record's bytes into what a handler wants, and back.
+
+A codec spec (the ``value=`` / ``key=`` of :meth:`lagless.App.handler`) is one of
+
+* ``bytes`` (default): the raw bytes, untouched (``None`` for a null value);
+* ``str``: UTF-8 text;
+* ``"json"``: any JSON document (``json.loads``);
+* a pydantic model class: the validated model (from its JSON);
+* any other callable ``f(bytes | None) -> T`` (``int`` and ``float`` too): whatever it
+  returns; it raises to reject;
+* a Schema Registry deserializer from :mod:`lagless.app.registry` (an extra).
+
+A value that cannot be decoded raises :class:`DecodeError` (the engine sends the record
+straight to the DLQ, with the error as the reason: retrying cannot help).
+
+:func:`encode` is the way back for outputs: bytes as is, ``str`` as UTF-8, a pydantic model as
+its JSON, ``None`` as a null, anything else as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from lagless.engine.handlers import DecodeError
+from lagless.errors import ConfigError
+
+Decoder = Callable[[bytes | None], Any]
+CodecSpec = Any  # bytes | str | "json" | type[BaseModel] | Decoder
+
+
+def _raw(data: bytes | None) -> bytes | None:
+    return data
+
+
+def _text(data: bytes | None) -> str | None:
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"not UTF-8 text: {exc}") from None
+
+
+def _json(data: bytes | None) -> Any:
+    if data is None:
+        raise DecodeError("null, not JSON")
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DecodeError(f"not JSON: {exc}") from None
+
+
+def one_line(exc: ValidationError) -> str:
+    """The first validation error as ``field: message`` (+ how many more)."""
+    errors = exc.errors()
+    first = errors[0]
+    where = ".".join(str(p) for p in first["loc"])
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where + ': ' if where else ''}{first['msg']}{more}"
+
+
+def _model(cls: type[BaseModel]) -> Decoder:
+    def decode(data: bytes | None) -> BaseModel:
+        if data is None:
+            raise DecodeError(f"null, not a {cls.__name__}")
+        try:
+            return cls.model_validate_json(data)
+        except ValidationError as exc:
+            raise DecodeError(f"not a valid {cls.__name__}: {one_line(exc)}") from None
+
+    return decode
+
+
+def _custom(func: Callable[[bytes | None], Any]) -> Decoder:
+    name = getattr(func, "__name__", repr(func))
+
+    def decode(data: bytes | None) -> Any:
+        try:
+            return func(data)
+        except DecodeError:
+            raise
+        except ValidationError as exc:
+            raise DecodeError(f"{name}: {one_line(exc)}") from None
+        except Exception as exc:
+            raise DecodeError(f"{name}: {type(exc).__name__}: {exc}") from None
+
+    return decode
+
+
+def decoder(spec: CodecSpec, what: str = "value") -> Decoder:
+    """The decoder for ``spec``; ConfigError (one line) for a spec that is none of the above."""
+    if spec is bytes or spec is None:
+        return _raw
+    if spec is str:
+        return _text
+    if spec == "json" or spec is json:
+        return _json
+    if isinstance(spec, type) and issubclass(spec, BaseModel):
+        return _model(spec)
+    if callable(spec):  # a function, or a type such as int or float
+        return _custom(spec)
+    raise ConfigError(
+        f"{what}={spec!r}: use bytes, str, 'json', a pydantic model class or a callable"
+    )
+
+
+def encode(obj: object) -> bytes | None:
+    """An output key or value as bytes (see the module doc)."""
+    if obj is None or isinstance(obj, bytes):
+        return obj
+    if isinstance(obj, str):
+        return obj.encode("utf-8")
+    if isinstance(obj, BaseModel):
+        return obj.model_dump_json().encode("utf-8")
+    if isinstance(obj, bytearray | memoryview):
+        return bytes(obj)
+    return json.dumps(obj, separators=(",", ":")).encode("utf-8")

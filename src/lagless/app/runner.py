@@ -1,0 +1,156 @@
+"""One run of an app: an engine per handler, each on its own thread, sharing one stop event.
+
+:class:`Runner` starts every engine, lets the caller wait (blocking or from a coroutine),
+stops them all when one fails or a stop is asked, then flushes the output producers and
+returns each handler's :class:`~lagless.engine.RunSummary` (or raises the first failure).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+from wsgiref.simple_server import WSGIServer
+
+from lagless.app.handlers import HandlerSpec, async_engine_handler, engine_handler
+from lagless.app.health import AppHealth, serve
+from lagless.app.outputs import OutputProducer
+from lagless.engine import Engine, EngineConfig, Handler, RunSummary
+from lagless.errors import LaglessError
+from lagless.observe.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+
+class Runner:
+    """Engines for ``specs`` on ``conf``; :meth:`start`, :meth:`join`, :meth:`finish`."""
+
+    def __init__(
+        self,
+        conf: Mapping[str, Any],
+        specs: Sequence[HandlerSpec],
+        configs: Sequence[EngineConfig],
+        metrics_port: int | None = None,
+    ) -> None:
+        self._conf = dict(conf)
+        self._specs = list(specs)
+        self._configs = list(configs)
+        self._metrics_port = metrics_port
+        self.stop_event = threading.Event()
+        self._engines: dict[str, Engine] = {}
+        self._running: dict[str, bool] = {s.name: False for s in specs}
+        self.metrics = {
+            s.name: Metrics(group=c.group) for s, c in zip(specs, configs, strict=True)
+        }
+        self.summaries: dict[str, RunSummary] = {}
+        self._errors: list[BaseException] = []
+        self._threads: list[threading.Thread] = []
+        self._producers: list[OutputProducer] = []
+        self._server: WSGIServer | None = None
+        self._finished = False
+
+    def start(self) -> None:
+        try:
+            for spec, config in zip(self._specs, self._configs, strict=True):
+                producer = OutputProducer(self._conf, spec.output_conf)
+                self._producers.append(producer)
+                engine = Engine(
+                    self._conf,
+                    config,
+                    self._engine_handler(spec, producer),
+                    metrics=self.metrics[spec.name],
+                    stop=self.stop_event,
+                )
+                self._engines[spec.name] = engine
+                thread = threading.Thread(
+                    target=self._run, args=(spec.name, engine), name=f"lagless-app-{spec.name}"
+                )
+                self._threads.append(thread)
+            if self._metrics_port is not None:
+                registries = {name: m.exposed() for name, m in self.metrics.items()}
+                self._server = serve(self._metrics_port, self.health, registries)
+        except BaseException:
+            self._close()
+            raise
+        for thread in self._threads:
+            thread.start()
+
+    def _engine_handler(self, spec: HandlerSpec, producer: OutputProducer) -> Handler:
+        """A sync handler, or an ``async def`` one (the engine runs it on its event loop)."""
+        if spec.is_async:
+            return async_engine_handler(spec, producer)
+        return engine_handler(spec, producer)
+
+    def health(self) -> AppHealth:
+        """Every handler's engine health (what /healthz and /readyz answer)."""
+        return AppHealth(
+            {name: engine.health.status() for name, engine in self._engines.items()},
+            dict(self._running),
+        )
+
+    def _run(self, name: str, engine: Engine) -> None:
+        self._running[name] = True
+        try:
+            self.summaries[name] = engine.run()
+        except BaseException as exc:
+            log.error("handler %s stopped: %s", name, exc)
+            self._errors.append(exc)
+            self.stop_event.set()  # one handler failed: stop the others (drain, commit)
+        finally:
+            self._running[name] = False
+
+    def hurry(self) -> None:
+        """Stop every engine at once: no waiting for in-flight records (a second signal)."""
+        self.stop_event.set()
+        for engine in self._engines.values():
+            engine.hurry()
+
+    @property
+    def hurried(self) -> bool:
+        return any(engine.hurried for engine in self._engines.values())
+
+    @property
+    def running(self) -> bool:
+        return any(t.is_alive() for t in self._threads)
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for every engine to end (in short steps: signals get through); True if all did."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._threads:
+            while thread.is_alive():
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+                thread.join(0.1)
+        return True
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until every handler holds partitions (see :mod:`lagless.app.health`)."""
+        deadline = time.monotonic() + timeout
+        while not self.health().ready:
+            if time.monotonic() >= deadline or not self.running:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def finish(self) -> dict[str, RunSummary]:
+        """Stop, wait, flush and close; each handler's summary, or the first failure."""
+        self.stop_event.set()
+        self.join()
+        self._close()
+        if self._errors:
+            raise self._errors[0]
+        return {s.name: self.summaries[s.name] for s in self._specs}
+
+    def _close(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        for producer in self._producers:
+            left = producer.close()
+            if left:
+                self._errors.append(LaglessError(f"{left} output records undelivered at close"))
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()

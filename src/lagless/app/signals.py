@@ -1,0 +1,41 @@
+"""SIGTERM/SIGINT while consumers run: the first stops them gracefully, a second at once.
+
+The first signal asks for a graceful stop: every engine drains (in-flight records finish within
+``shutdown_budget_s``), commits what finished and leaves its group. A second one hurries them:
+nothing more is awaited, what finished is committed, what still runs is abandoned (re-run by
+the next owner of its partition). ``lagless consume`` (one engine) and an App (several) share
+these rules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
+
+
+@contextlib.contextmanager
+def stop_on_signals(
+    stopping: Callable[[], bool], stop: Callable[[], None], hurry: Callable[[], None]
+) -> Iterator[None]:
+    """While the block runs: a signal calls ``stop``, or ``hurry`` once ``stopping()`` is true.
+    Only from the main thread (where Python delivers signals); elsewhere the block runs
+    without handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        if stopping():
+            hurry()
+        else:
+            stop()
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -1,0 +1,89 @@
+"""Running ``lagless consume``: signals, the live status line, the summary and exit codes.
+
+Signals: the first SIGTERM or SIGINT (Ctrl-C) stops the engine gracefully (no new records;
+in-flight ones finish within ``--shutdown-budget``; what finished is committed) and the run
+exits 0 with its summary. A second one stops at once: nothing more is awaited, what finished
+is committed, what still runs is abandoned (re-run by the next owner), exit 130.
+
+A failure exit prints the summary too: with ``--json`` the object gains ``error`` (the same
+line as on stderr); without it the plain summary goes to stdout before the error line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+
+from rich.progress import Progress as Bar
+from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from lagless.app.signals import stop_on_signals
+from lagless.cli.common import out_console, print_json
+from lagless.engine import Engine, Progress, RunSummary
+from lagless.engine.core import ProgressFn
+from lagless.errors import LaglessError
+
+EXIT_INTERRUPTED = 130
+
+
+def describe(summary: RunSummary) -> str:
+    """The plain one-line summary (figures as defined in :class:`lagless.engine.summary.Timing`)."""
+    e2e = summary.e2e_ms
+    latency = f", e2e p50 {e2e.p50} ms p99 {e2e.p99} ms" if e2e.p50 is not None else ""
+    join = f"joined in {summary.join_s} s, " if summary.join_s is not None else ""
+    return (
+        f"processed {summary.processed} records ({summary.dlq} to the DLQ, {summary.skipped} "
+        f"skipped) in {summary.seconds} s of processing: {summary.records_per_s:.0f} "
+        f"records/s ({join}{summary.wall_s} s in all); {summary.commits} commits, "
+        f"{summary.rebalances} rebalances, {summary.pauses} pauses, "
+        f"max in flight {summary.max_in_flight_seen}{latency}"
+    )
+
+
+def report(summary: RunSummary, as_json: bool, error: LaglessError | None = None) -> None:
+    """The summary on stdout: one JSON object (with ``error`` on failure) or one line."""
+    if as_json:
+        doc = summary.to_json()
+        if error is not None:
+            doc["error"] = str(error)
+        print_json(doc)
+    else:
+        sys.stdout.write(describe(summary) + "\n")  # one line, never wrapped
+        sys.stdout.flush()
+
+
+def run_and_report(engine: Engine, *, as_json: bool) -> int:
+    """Run ``engine`` under the signal rules, print its summary; the exit code (the engine's
+    failure is raised after its summary is printed)."""
+    with stop_on_signals(lambda: engine.stopping_requested, engine.request_stop, engine.hurry):
+        try:
+            summary = engine.run()
+        except LaglessError as exc:
+            report(engine.summary(), as_json, exc)
+            raise
+    report(summary, as_json)
+    return EXIT_INTERRUPTED if engine.hurried else 0
+
+
+@contextlib.contextmanager
+def progress_line(enabled: bool) -> Iterator[ProgressFn | None]:
+    """A one-line live status on the terminal while the engine runs (None when disabled)."""
+    if not enabled:
+        yield None
+        return
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Bar(*columns, console=out_console, transient=True) as bar:
+        task = bar.add_task("joining the group")
+
+        def show(p: Progress) -> None:
+            bar.update(
+                task,
+                description=(
+                    f"{p.processed} processed ({p.records_per_s:.0f}/s), {p.in_flight} in flight, "
+                    f"{p.dlq} dlq, lag {p.lag_records}, {p.assigned} partitions, "
+                    f"{p.paused} paused"
+                ),
+            )
+
+        yield show

@@ -1,0 +1,136 @@
+"""`lagless run module:app`: run a :class:`lagless.App` (like ``uvicorn module:app``).
+
+The consume options given on the command line override every handler's own; the global
+``--bootstrap``/``--config``/``--state-dir`` override the app's connection settings. Signals as
+``lagless consume``: the first SIGTERM/SIGINT drains and exits 0 with the summaries, a second
+stops at once (exit 130).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from lagless.app import App
+from lagless.cli.common import options, print_json, settings
+from lagless.cli.consume_run import EXIT_INTERRUPTED, describe
+from lagless.engine import OnFailure, Ordering
+from lagless.errors import ConfigError
+
+
+def load_app(spec: str) -> App:
+    """``module:attribute`` naming an App (the current directory is importable)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"{spec!r} is not module:attribute (e.g. myservice:app)")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"cannot import {module_name!r}: {exc}") from None
+    app = getattr(module, attr, None)
+    if not isinstance(app, App):
+        raise ConfigError(f"{spec} is {type(app).__name__}, not a lagless.App")
+    return app
+
+
+def run(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(help="module:attribute of a lagless.App")],
+    group: Annotated[str | None, typer.Option(help="consumer group id (every handler)")] = None,
+    ordering: Annotated[Ordering | None, typer.Option(help="partition, key or unordered")] = None,
+    max_in_flight: Annotated[int | None, typer.Option(help="records handled at once")] = None,
+    max_pending: Annotated[
+        int | None, typer.Option(help="per partition: records held before it is paused")
+    ] = None,
+    processes: Annotated[int | None, typer.Option(help="N processes; 0: threads")] = None,
+    retries: Annotated[int | None, typer.Option(help="retries after a failed attempt")] = None,
+    retry_backoff: Annotated[float | None, typer.Option(help="first retry delay, s")] = None,
+    dlq_topic: Annotated[str | None, typer.Option(help="dead-letter topic")] = None,
+    on_failure: Annotated[
+        OnFailure | None, typer.Option(help="without a DLQ topic: stop or skip")
+    ] = None,
+    count: Annotated[int | None, typer.Option(help="stop after N records finished")] = None,
+    until_idle: Annotated[
+        float | None, typer.Option(help="stop after SECONDS without records or work")
+    ] = None,
+    commit_interval: Annotated[float | None, typer.Option(help="commit every SECONDS")] = None,
+    commit_every: Annotated[int | None, typer.Option(help="or every N records")] = None,
+    assignor: Annotated[
+        str | None, typer.Option(help="cooperative-sticky, range or roundrobin")
+    ] = None,
+    static_id: Annotated[
+        str | None, typer.Option(help="group.instance.id (suffixed per handler if shared)")
+    ] = None,
+    client_id: Annotated[str | None, typer.Option(help="client.id")] = None,
+    group_protocol: Annotated[
+        str | None, typer.Option(help="classic or consumer (KIP-848)")
+    ] = None,
+    remote_assignor: Annotated[
+        str | None, typer.Option(help="group protocol consumer: uniform or range")
+    ] = None,
+    no_leave_group: Annotated[
+        bool, typer.Option("--no-leave-group", help="stop without sending LeaveGroup")
+    ] = False,
+    session_timeout_ms: Annotated[int | None, typer.Option(help="session.timeout.ms")] = None,
+    heartbeat_ms: Annotated[int | None, typer.Option(help="heartbeat.interval.ms")] = None,
+    max_poll_interval_ms: Annotated[int | None, typer.Option(help="max.poll.interval.ms")] = None,
+    offset_reset: Annotated[str | None, typer.Option(help="earliest or latest")] = None,
+    revoke_budget: Annotated[float | None, typer.Option(help="revoke wait, s")] = None,
+    shutdown_budget: Annotated[float | None, typer.Option(help="shutdown wait, s")] = None,
+    stall_seconds: Annotated[float | None, typer.Option(help="log records this old")] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="serve /metrics, /healthz and /readyz on this port")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print one JSON object (summary per handler)")
+    ] = False,
+) -> None:
+    """Run a lagless.App; consume options given here override every handler's."""
+    app = load_app(target)
+    overrides: dict[str, Any] = {
+        "group": group,
+        "ordering": ordering,
+        "max_in_flight": max_in_flight,
+        "max_pending": max_pending,
+        "processes": processes,
+        "retries": retries,
+        "retry_backoff_s": retry_backoff,
+        "retry_backoff_max_s": None if retry_backoff is None else max(5.0, retry_backoff),
+        "dlq_topic": dlq_topic,
+        "on_failure": on_failure,
+        "count": count,
+        "until_idle_s": until_idle,
+        "commit_interval_s": commit_interval,
+        "commit_every": commit_every,
+        "assignor": assignor,
+        "static_id": static_id,
+        "client_id": client_id,
+        "group_protocol": group_protocol,
+        "remote_assignor": remote_assignor,
+        "leave_group_on_close": False if no_leave_group else None,
+        "session_timeout_ms": session_timeout_ms,
+        "heartbeat_interval_ms": heartbeat_ms,
+        "max_poll_interval_ms": max_poll_interval_ms,
+        "auto_offset_reset": offset_reset,
+        "revoke_budget_s": revoke_budget,
+        "shutdown_budget_s": shutdown_budget,
+        "stall_seconds": stall_seconds,
+    }
+    opts = options(ctx)
+    given = opts.bootstrap or opts.config or opts.state_dir
+    configured = app.configured(settings(ctx) if given else None, **overrides)
+    summaries = configured.run(metrics_port=metrics_port)
+    if as_json:
+        print_json({name: s.to_json() for name, s in summaries.items()})
+    else:
+        for name, summary in summaries.items():
+            sys.stdout.write(f"{name}: {describe(summary)}\n")  # one line each, never wrapped
+    if configured.hurried:  # a second signal: stopped without waiting for in-flight records
+        raise typer.Exit(EXIT_INTERRUPTED)

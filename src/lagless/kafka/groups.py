@@ -1,0 +1,126 @@
+"""Consumer groups as ``kafka-consumer-groups`` shows them: state, protocol, members.
+
+States are printed with Kafka's own names (``Stable``, ``Empty``, ``PreparingRebalance``, ...).
+A group with members in ``Stable``, ``PreparingRebalance`` or ``CompletingRebalance`` is active:
+its offsets must not be reset or deleted from outside. The embedded broker (Tansu 0.6) answers
+DescribeGroups with the state but an empty member list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import ConsumerGroupState
+
+from lagless.errors import LaglessError
+from lagless.kafka.admin import result_of
+from lagless.kafka.clients import make_admin
+from lagless.kafka.offsets import PartitionKey
+
+STATE_NAMES = {
+    ConsumerGroupState.STABLE: "Stable",
+    ConsumerGroupState.EMPTY: "Empty",
+    ConsumerGroupState.DEAD: "Dead",
+    ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
+    ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance",
+    ConsumerGroupState.UNKNOWN: "Unknown",
+}
+ACTIVE_STATES = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance"})
+
+
+@dataclass(frozen=True)
+class Member:
+    """One member of a group and the partitions assigned to it."""
+
+    member_id: str
+    client_id: str
+    host: str
+    partitions: tuple[PartitionKey, ...]
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """A group's state, assignment protocol and members."""
+
+    group: str
+    state: str
+    protocol: str
+    members: tuple[Member, ...]
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE_STATES or bool(self.members)
+
+    def owner(self, key: PartitionKey) -> Member | None:
+        """The member a partition is assigned to, if any."""
+        for member in self.members:
+            if key in member.partitions:
+                return member
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "state": self.state,
+            "protocol": self.protocol,
+            "members": len(self.members),
+        }
+
+
+def state_name(state: object) -> str:
+    if isinstance(state, ConsumerGroupState):
+        return STATE_NAMES.get(state, state.name.title())
+    return str(state) if state is not None else "Unknown"
+
+
+def group_ids(conf: Mapping[str, Any], timeout: float = 10.0) -> list[str]:
+    """Every consumer group the cluster lists, sorted."""
+    admin = make_admin(conf)  # kept referenced: a collected client never completes its futures
+    future = admin.list_consumer_groups(request_timeout=timeout)
+    result = result_of(future, "list consumer groups", timeout)
+    return sorted(g.group_id for g in result.valid)
+
+
+def describe_groups(
+    conf: Mapping[str, Any], groups: list[str], timeout: float = 10.0
+) -> list[GroupInfo]:
+    """State, protocol and members of each group (a group the cluster does not know is
+    ``Dead`` with no members, as Kafka reports it)."""
+    if not groups:
+        return []
+    admin = make_admin(conf)
+    futures = admin.describe_consumer_groups(groups, request_timeout=timeout)
+    out = []
+    for group in groups:
+        desc = result_of(futures[group], f"describe group {group!r}", timeout)
+        members = tuple(
+            Member(
+                m.member_id,
+                m.client_id,
+                m.host,
+                tuple(
+                    sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions or [])
+                ),
+            )
+            for m in desc.members or []
+        )
+        out.append(GroupInfo(group, state_name(desc.state), desc.partition_assignor or "", members))
+    return out
+
+
+def describe_group(conf: Mapping[str, Any], group: str, timeout: float = 10.0) -> GroupInfo:
+    return describe_groups(conf, [group], timeout)[0]
+
+
+def delete_group(conf: Mapping[str, Any], group: str, timeout: float = 10.0) -> None:
+    """Delete a group and its committed offsets; refused while it has active members."""
+    info = describe_group(conf, group, timeout)
+    if info.active:
+        raise LaglessError(
+            f"group {group!r} is {info.state} with active members: stop its consumers first"
+        )
+    admin = make_admin(conf)
+    future = admin.delete_consumer_groups([group], request_timeout=timeout)[group]
+    result_of(future, f"delete group {group!r}", timeout)

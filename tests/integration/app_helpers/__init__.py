@@ -1,0 +1,1 @@
+"""Apps run by the App tests in subprocesses (``lagless run``)."""

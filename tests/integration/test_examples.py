@@ -1,0 +1,84 @@
+"""Every example app (examples/) and the README's first example run as the docs show, against
+the test broker."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lagless.produce.workloads import MALFORMED_HEADER
+from tests.conftest import Cluster, run_cli
+from tests.integration.app_helpers.docs import python_blocks
+from tests.integration.engine_helpers import GROUP_FLAGS, REPO
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = sorted(p.stem for p in (REPO / "examples").glob("*.py") if p.stem != "__init__")
+
+
+def lagless(cluster: Cluster, *args: str, cwd: Path = REPO) -> str:
+    done = run_cli(*args, cluster=cluster, cwd=cwd)
+    assert done.returncode == 0, f"lagless {' '.join(args)}: {done.stderr}"
+    return done.stdout
+
+
+def run_example(kafka: Cluster, target: str, cwd: Path = REPO) -> dict[str, dict[str, object]]:
+    out = lagless(kafka, "run", target, "--until-idle", "2", *GROUP_FLAGS, "--json", cwd=cwd)
+    summaries: dict[str, dict[str, object]] = json.loads(out)
+    return summaries
+
+
+def test_every_example_is_tested() -> None:
+    tested = {n.removeprefix("test_").removesuffix("_example") for n in globals()}
+    assert set(EXAMPLES) <= tested, f"examples without a test: {set(EXAMPLES) - tested}"
+
+
+def test_enricher_example(cluster: Cluster) -> None:
+    for topic, partitions in (("orders", "3"), ("orders-enriched", "3"), ("orders-dlq", "1")):
+        lagless(cluster, "topic", "create", topic, "--partitions", partitions)
+    lagless(cluster, "produce", "--topic", "orders", "--workload", "events",
+            "--count", "1000", "--bad-fraction", "0.02")  # fmt: skip
+    malformed = sum(1 for r in cluster.read("orders") if r.header(MALFORMED_HEADER) is not None)
+    assert malformed > 0
+    summary = run_example(cluster, "examples.enricher:app")["enrich"]
+    assert (summary["processed"], summary["dlq"]) == (1000, malformed)
+    enriched = cluster.read("orders-enriched", count=1000 - malformed)
+    assert len(enriched) == 1000 - malformed
+    doc = json.loads(enriched[0].value or b"")
+    assert doc["amount_eur"] > 0 and doc["source"].startswith("orders[")
+    assert len(cluster.read("orders-dlq", count=malformed)) == malformed
+
+
+def test_caller_example(cluster: Cluster) -> None:
+    for topic in ("calls", "calls-done"):
+        lagless(cluster, "topic", "create", topic, "--partitions", "3")
+    lagless(cluster, "produce", "--topic", "calls", "--workload", "jobs",
+            "--count", "5000", "--sleep-ms", "100:300")  # fmt: skip
+    summary = run_example(cluster, "examples.caller:app")["call"]
+    assert summary["processed"] == 5000
+    assert isinstance(summary["max_in_flight_seen"], int) and summary["max_in_flight_seen"] > 500
+    assert isinstance(summary["seconds"], float) and summary["seconds"] < 60  # vs 1,000 s serial
+    done = cluster.read("calls-done", count=5000)
+    assert len(done) == 5000 and {json.loads(r.value or b"")["status"] for r in done} == {200}
+
+
+def test_readme_first_example_is_an_app_that_lagless_run_starts(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    service = python_blocks("README.md")[0]
+    assert "lagless.App(" in service
+    assert service == python_blocks("docs/app.md")[0]  # one example, shown twice
+    (tmp_path / "service.py").write_text(service)
+    for topic, partitions in (("payments", "3"), ("payments-dlq", "1"), ("payments-big", "3")):
+        lagless(cluster, "topic", "create", topic, "--partitions", partitions)
+    payments = [{"payment_id": f"p{i}", "amount": i * 10} for i in range(30)]
+    cluster.produce("payments", [*payments, b"{broken", {"payment_id": "p-x"}], key="c1")
+    summary = run_example(cluster, "service:app", cwd=tmp_path)["big"]
+    assert (summary["processed"], summary["dlq"]) == (32, 2)
+    big = cluster.read("payments-big", count=19)
+    assert [json.loads(r.value or b"")["payment_id"] for r in big] == [
+        f"p{i}" for i in range(11, 30)
+    ]
+    assert len(cluster.read("payments-dlq", count=2)) == 2
