@@ -4,6 +4,7 @@ while the rest of its batch is committed; SIGKILL mid-batch and a restart lose n
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import threading
 import time
@@ -177,3 +178,39 @@ def test_sigkill_mid_batch_then_restart_loses_nothing(
         cluster.conf, cmd, ids, tmp_path, topic=topic, group=group, kill_after=100,
         duplicates_bound=PARTITIONS * MAX_PENDING,
     )  # fmt: skip
+
+
+def test_async_batches_process_every_record_once_and_keep_key_order(
+    cluster: Cluster, make_topic: Callable[..., str], group: str
+) -> None:
+    topic = make_topic(partitions=3)
+    ids = produce_jobs(cluster.conf, topic, 300, sleep_ms=(0, 1), keys=6)
+    calls = Calls()
+
+    async def handle(records: Sequence[Record]) -> None:
+        started = time.monotonic()
+        await asyncio.sleep(0.002)
+        calls.add(records, started)
+
+    config = engine_config(
+        topic, group, ordering=Ordering.KEY, batch_size=20, batch_linger_ms=20, max_in_flight=8
+    )
+    summary = run_engine(cluster.conf, config, handle)
+
+    assert_exactly_once(Counter(calls.ids()), ids)
+    assert summary.processed == summary.ok == 300
+    assert max(len(c.records) for c in calls.calls) > 1, "records came in batches"
+    by_key: dict[tuple[int, bytes | None], list[Call]] = defaultdict(list)
+    for call in calls.calls:
+        assert len({r.partition for r in call.records}) == 1, "a batch holds one partition"
+        for key in {r.key for r in call.records}:
+            by_key[(call.records[0].partition, key)].append(call)
+    for k, held in by_key.items():
+        assert_one_at_a_time(held, f"key {k}")
+        seen = [
+            r.offset
+            for c in sorted(held, key=lambda c: c.started)
+            for r in c.records
+            if (r.partition, r.key) == k
+        ]
+        assert seen == sorted(seen), f"key {k} out of order"
