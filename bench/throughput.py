@@ -1,12 +1,31 @@
-"""Records/s of the engine with the noop handler beside a raw confluent-kafka consume loop.
+"""Records/s of lagless beside a raw and a naive loop: per record, in batches, 1 ms and CPU.
 
-Prints one JSON object. Usage: python bench/throughput.py [--records N] [--partitions P]
-[--value-bytes B] [--max-in-flight M]
+Prints one JSON object. Usage: python bench/throughput.py [--records N] [--slow-records M]
+[--partitions P] [--keys K] [--value-bytes B] [--max-in-flight F] [--batch-size S]
+[--only noop,sleep,cpu]
 
-One topic of N jobs records (~150 B values, with the ``lagless-id`` header), read in the same
-run by: a raw loop (``consume(500)``, no per-record work: the ceiling of the client), and
-the engine (``noop`` handler) in each ordering mode, each with its own group. Rates are over
-first record -> last record, so joining the group counts for none of them.
+Topic ``fast``: N jobs records (~150 B values, the ``lagless-id`` header, K keys). Read by
+  raw_loop          ``consume(500)``, no per-record work: the ceiling of the client
+  naive             one thread: ``consume(500)``, the handler on each record in turn (as a
+                    lagless Record), a synchronous commit per poll batch: the design lagless
+                    replaces
+  engine_<mode>     lagless, per-record handler, each ordering mode
+  batch_<mode>      lagless, batch handler (``--batch-size``, default 500), each mode
+with the ``noop`` handler (group ``noop``). Topic ``slow``: M jobs records of ``sleep_ms`` 1,
+read by naive, engine_<mode> and batch_<mode> with the built-in ``sleep`` handler (group
+``sleep_1ms``: 1 ms a record; its batch form sleeps the batch's total), and by naive,
+``threads`` and ``processes`` (engine, unordered, ``--processes 2``) with a pure-Python
+CPU-bound handler of about 1 ms (group ``cpu``; ``cpu_ms`` is its measured time alone).
+
+Every variant runs in its own process, one after another on the same topics, each with its
+own consumer group: ``peak_rss_mb`` is that process's peak resident memory (not counting the
+worker processes of ``--processes``). The variants' processes tune the garbage collector as
+``lagless consume`` does (``lagless.engine.memory.tune_gc``; ``--default-gc`` leaves it).
+``seconds`` is the processing span, the first handler start to the last handler end (the raw
+loop: first record to last), so joining the group counts for none; ``records_per_s`` =
+records / seconds; ``of_raw`` = records_per_s / the raw loop's; ``of_naive`` likewise against
+the naive loop of the same group. The machine's load average is printed too: on a shared
+machine only the ratios of one run compare.
 """
 
 from __future__ import annotations
@@ -14,88 +33,39 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import subprocess
 import sys
-import threading
+import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _handlers
 from _broker import bench_cluster
-from lagless.engine import Ordering, Record, run_engine
+from lagless.engine import EngineConfig, Ordering, Record, load_handler, run_engine
+from lagless.engine.memory import tune_gc
 from lagless.kafka.admin import create_topic
 from lagless.kafka.clients import make_consumer
 from lagless.produce.producer import run_load
 from lagless.produce.workloads import OutRecord, Workload, WorkloadSpec, generate
-from seed000 import bench_config
+
+MODES = [m.value for m in Ordering]
+GROUP_TIMINGS = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500}
 
 
-def raw_loop(conf: Mapping[str, Any], topic: str, records: int) -> dict[str, float]:
-    consumer = make_consumer(
-        {
-            **conf,
-            "group.id": f"bench-raw-{uuid.uuid4().hex[:8]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "fetch.queue.backoff.ms": 5,
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 1500,
-        }
+def workload(n: int, value_bytes: int, keys: int, sleep_ms: int) -> list[OutRecord]:
+    """``n`` jobs records padded to about ``value_bytes``."""
+    probe_spec = WorkloadSpec(Workload.JOBS, sleep_ms=(sleep_ms, sleep_ms), seed=1, keys=keys)
+    probe = next(iter(generate(probe_spec)))
+    padding = max(1, value_bytes - len(probe.value))
+    spec = WorkloadSpec(
+        Workload.JOBS, sleep_ms=(sleep_ms, sleep_ms), seed=1, payload_bytes=padding, keys=keys
     )
-    consumer.subscribe([topic])
-    seen = 0
-    first = 0.0
-    try:
-        while seen < records:
-            batch = consumer.consume(500, 1.0)
-            if batch and not first:
-                first = time.perf_counter()
-            seen += sum(1 for m in batch if m.error() is None)
-        last = time.perf_counter()
-    finally:
-        consumer.close()
-    return {"records": seen, "seconds": round(last - first, 3)}
-
-
-class FirstLast:
-    """A noop handler that notes when the first and the last record ran."""
-
-    def __init__(self) -> None:
-        self.first = 0.0
-        self.last = 0.0
-        self._lock = threading.Lock()
-
-    def __call__(self, record: Record) -> None:
-        now = time.perf_counter()
-        if not self.first:
-            with self._lock:
-                self.first = self.first or now
-        self.last = now
-
-
-def engine(
-    conf: Mapping[str, Any], topic: str, records: int, ordering: Ordering, in_flight: int
-) -> dict[str, Any]:
-    handler = FirstLast()
-    config = bench_config(topic, ordering, in_flight, records)
-    summary = run_engine(conf, config, handler)
-    return {
-        "records": summary.processed,
-        "seconds": round(handler.last - handler.first, 3),
-        "commits": summary.commits,
-        "pauses": summary.pauses,
-        "max_in_flight_seen": summary.max_in_flight_seen,
-    }
-
-
-def workload(n: int, value_bytes: int) -> list[OutRecord]:
-    spec = WorkloadSpec(Workload.JOBS, sleep_ms=(0, 0), seed=1, payload_bytes=1)
-    probe = next(iter(generate(spec)))
-    padding = max(0, value_bytes - len(probe.value))
-    spec = WorkloadSpec(Workload.JOBS, sleep_ms=(0, 0), seed=1, payload_bytes=padding)
     out: list[OutRecord] = []
     for record in generate(spec):
         if len(out) >= n:
@@ -104,43 +74,235 @@ def workload(n: int, value_bytes: int) -> list[OutRecord]:
     return out
 
 
+# -- the variants (each runs in a child process) ---------------------------------------------
+
+
+def consumer(conf: Mapping[str, Any], topic: str) -> Any:
+    made = make_consumer(
+        {
+            **conf,
+            **GROUP_TIMINGS,
+            "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "fetch.queue.backoff.ms": 5,
+        }
+    )
+    made.subscribe([topic])
+    return made
+
+
+def raw_loop(conf: Mapping[str, Any], topic: str, records: int) -> dict[str, Any]:
+    reader = consumer(conf, topic)
+    seen, first = 0, 0.0
+    try:
+        while seen < records:
+            batch = reader.consume(500, 1.0)
+            if batch and not first:
+                first = time.perf_counter()
+            seen += sum(1 for m in batch if m.error() is None)
+        last = time.perf_counter()
+    finally:
+        reader.close()
+    return {"records": seen, "seconds": last - first}
+
+
+def naive(
+    conf: Mapping[str, Any], topic: str, records: int, handler: Callable[[Record], object]
+) -> dict[str, Any]:
+    reader = consumer(conf, topic)
+    seen = 0
+    try:
+        while seen < records:
+            batch = reader.consume(500, 1.0)
+            for msg in batch:
+                if msg.error() is None and seen < records:
+                    handler(Record.from_message(msg))
+                    seen += 1
+            if batch:
+                reader.commit(asynchronous=False)
+    finally:
+        reader.close()
+    return {"records": seen}
+
+
+def engine(
+    conf: Mapping[str, Any], topic: str, records: int, handler: Any, **options: Any
+) -> dict[str, Any]:
+    config = EngineConfig.build(
+        topics=(topic,),
+        group=f"bench-{uuid.uuid4().hex[:8]}",
+        count=records,
+        on_failure="stop",
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1500,
+        **options,
+    )
+    summary = run_engine(conf, config, handler)
+    return {
+        "records": summary.processed,
+        "pauses": summary.pauses,
+        "commits": summary.commits,
+        "max_in_flight_seen": summary.max_in_flight_seen,
+    }
+
+
+def handler_of(kind: str, batch: bool) -> Any:
+    if kind == "noop":
+        return _handlers.noop_batch if batch else _handlers.noop
+    if kind == "sleep":
+        built_in = load_handler("sleep", batch=batch)
+        return _handlers.timed_batch(built_in) if batch else _handlers.timed(built_in)
+    return _handlers.cpu
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory (VmHWM: since exec, unlike ``ru_maxrss`` of a
+    child, which Linux carries over from the parent that forked it)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def child(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run one variant; its figures."""
+    conf, topic, records = {"bootstrap.servers": spec["bootstrap"]}, spec["topic"], spec["records"]
+    variant, kind = spec["variant"], spec["kind"]
+    if variant == "raw_loop":
+        return raw_loop(conf, topic, records)
+    if variant == "naive":
+        out = naive(conf, topic, records, handler_of(kind, batch=False))
+    else:
+        options: dict[str, Any] = {"max_in_flight": spec["max_in_flight"]}
+        if variant.startswith("batch_"):
+            options["batch_size"] = spec["batch_size"]
+        if variant == "processes":
+            options["processes"] = 2
+        mode = variant.split("_")[-1] if "_" in variant else "unordered"
+        options["ordering"] = mode
+        out = engine(conf, topic, records, handler_of(kind, "batch_size" in options), **options)
+    if kind == "cpu":  # the handler may run in other processes: its spans are in a file
+        calls, seconds, pids = _handlers.read_spans(Path(os.environ[_handlers.SPANS_ENV]))
+        return {**out, "records": calls, "seconds": seconds, "handler_processes": pids}
+    return {**out, "seconds": _handlers.SPAN.seconds()}
+
+
+# -- the parent: topics, one child per variant, the JSON -------------------------------------
+
+
+def run_child(spec: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+    """Run ``spec`` in a fresh process: its figures and peak RSS."""
+    proc = subprocess.Popen(
+        [sys.executable, __file__, *spec.pop("flags"), "--child", json.dumps(spec)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, **env},
+        text=True,
+    )
+    out, _ = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(f"variant {spec['variant']} ({spec['kind']}) failed: {proc.returncode}")
+    figures: dict[str, Any] = json.loads(out)
+    seconds = figures["seconds"]
+    figures["seconds"] = round(seconds, 3)
+    figures["records_per_s"] = round(figures["records"] / seconds, 1) if seconds else 0.0
+    return figures
+
+
+def ratios(group: dict[str, dict[str, Any]], raw_rate: float) -> None:
+    naive_rate = group.get("naive", {}).get("records_per_s", 0.0)
+    for figures in group.values():
+        rate = figures["records_per_s"]
+        figures["of_raw"] = round(rate / raw_rate, 3) if raw_rate else None
+        if naive_rate:
+            figures["of_naive"] = round(rate / naive_rate, 2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--slow-records", type=int, default=3000)
     parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--keys", type=int, default=1000)
     parser.add_argument("--value-bytes", type=int, default=150)
     parser.add_argument("--max-in-flight", type=int, default=64)
-    parser.add_argument("--modes", default="unordered,key,partition")
+    parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument("--only", default="noop,sleep,cpu")
+    parser.add_argument(
+        "--default-gc", action="store_true", help="leave the collector as Python sets it"
+    )
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    modes = [Ordering(m) for m in args.modes.split(",")]
-
-    records = workload(args.records, args.value_bytes)
-    mean_bytes = sum(len(r.value) for r in records) / max(1, len(records))
-    with bench_cluster() as (bootstrap, embedded):
+    if args.child:
+        if not args.default_gc:
+            tune_gc()  # as lagless consume does
+        print(json.dumps({**child(json.loads(args.child)), "peak_rss_mb": peak_rss_mb()}))
+        return
+    groups = args.only.split(",")
+    fast = workload(args.records, args.value_bytes, args.keys, 0)
+    slow = workload(args.slow_records, args.value_bytes, args.keys, 1)
+    mean_bytes = sum(len(r.value) for r in fast) / max(1, len(fast))
+    cpu_loops = _handlers.calibrate()
+    load_before = os.getloadavg()
+    result: dict[str, Any] = {}
+    with bench_cluster() as (bootstrap, embedded), tempfile.TemporaryDirectory() as tmp:
         conf = {"bootstrap.servers": bootstrap}
-        topic = f"throughput-{uuid.uuid4().hex[:8]}"
-        create_topic(conf, topic, args.partitions)
-        produced = run_load(conf, topic, records, count=len(records)).produced
-        assert produced == args.records, produced
-        del records
-        raw = raw_loop(conf, topic, args.records)
-        engines = {m.value: engine(conf, topic, args.records, m, args.max_in_flight) for m in modes}
-
-    def rate(r: Mapping[str, Any]) -> float:
-        return round(r["records"] / r["seconds"], 1) if r["seconds"] else 0.0
-
+        topics = {"fast": f"fast-{uuid.uuid4().hex[:8]}", "slow": f"slow-{uuid.uuid4().hex[:8]}"}
+        for name, records in (("fast", fast), ("slow", slow)):
+            create_topic(conf, topics[name], args.partitions)
+            produced = run_load(conf, topics[name], records, count=len(records)).produced
+            assert produced == len(records), produced
+        del fast, slow
+        base = {
+            "bootstrap": bootstrap,
+            "max_in_flight": args.max_in_flight,
+            "batch_size": args.batch_size,
+        }
+        plan = {
+            "noop": ("fast", args.records, ["raw_loop", "naive"]
+                     + [f"engine_{m}" for m in MODES] + [f"batch_{m}" for m in MODES]),
+            "sleep_1ms": ("slow", args.slow_records, ["naive"]
+                          + [f"engine_{m}" for m in MODES] + [f"batch_{m}" for m in MODES]),
+            "cpu": ("slow", args.slow_records, ["naive", "threads", "processes"]),
+        }  # fmt: skip
+        for group, (topic, count, listed) in plan.items():
+            kind = group.split("_")[0]
+            # the raw loop always runs: every ratio is to it
+            variants = listed if kind in groups else [v for v in listed if v == "raw_loop"]
+            figures: dict[str, dict[str, Any]] = {}
+            for variant in variants:
+                spans = Path(tmp) / f"{group}-{variant}.spans"
+                env = {_handlers.CPU_LOOPS_ENV: str(cpu_loops), _handlers.SPANS_ENV: str(spans)}
+                spec = {**base, "topic": topics[topic], "records": count}
+                flags = ["--default-gc"] if args.default_gc else []
+                spec = {**spec, "variant": variant, "kind": kind, "flags": flags}
+                figures[variant] = run_child(spec, env)
+            if figures:
+                result[group] = figures
+    raw_rate = result["noop"]["raw_loop"]["records_per_s"]
+    for figures in result.values():
+        ratios(figures, raw_rate)
+    if "cpu" in result:
+        cpu = result["cpu"]
+        cpu["processes_over_threads"] = round(
+            cpu["processes"]["records_per_s"] / cpu["threads"]["records_per_s"], 2
+        )
     print(
         json.dumps(
             {
                 "records": args.records,
+                "slow_records": args.slow_records,
                 "value_bytes": round(mean_bytes, 1),
                 "partitions": args.partitions,
+                "keys": args.keys,
                 "max_in_flight": args.max_in_flight,
+                "batch_size": args.batch_size,
+                "cpu_ms": round(1000 * _handlers.time_loops(cpu_loops), 3),
                 "embedded_broker": embedded,
-                "raw_loop": {**raw, "records_per_s": rate(raw)},
-                "engine": {m: {**r, "records_per_s": rate(r)} for m, r in engines.items()},
-                "engine_over_raw": {m: round(rate(r) / rate(raw), 3) for m, r in engines.items()},
+                "gc": "default" if args.default_gc else "tuned as lagless consume",
+                "load_average": [round(x, 2) for x in (*load_before, *os.getloadavg())],
+                **result,
             },
             sort_keys=True,
         )

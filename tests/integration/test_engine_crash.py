@@ -6,23 +6,17 @@ tests/unit/test_engine_tracker.py."""
 
 from __future__ import annotations
 
-import json
-import signal
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from lagless.kafka.admin import committed_offsets
 from tests.conftest import Cluster
 from tests.integration.engine_helpers import (
     LEDGER_HANDLER,
     consume_cmd,
-    finish,
+    kill_and_restart,
     produce_jobs,
-    read_ledgers,
-    spawn,
-    wait_for_lines,
 )
 
 pytestmark = pytest.mark.integration
@@ -42,27 +36,7 @@ def test_sigkill_mid_work_then_restart_loses_nothing(
         "--max-pending", str(MAX_PENDING), "--commit-every", "1", "--on-failure", "stop",
         "--until-idle", "3", "--json",
     )  # fmt: skip
-    first_ledger, second_ledger = tmp_path / "first", tmp_path / "second"
-    first = spawn(cmd, first_ledger)
-    try:
-        done = wait_for_lines(first_ledger, 150, timeout=60)
-        assert done >= 150, f"the consumer processed only {done} records in 60 s"
-    finally:
-        first.send_signal(signal.SIGKILL)
-        first.communicate(timeout=10)
-    killed_at = read_ledgers([first_ledger])
-    assert sum(killed_at.values()) < len(ids), "killed mid-work, not after the end"
-    committed = committed_offsets(cluster.conf, group, [topic])
-    assert committed, "the first run committed progress before it was killed"
-
-    second = spawn(cmd, second_ledger)
-    code, out, err = finish(second, timeout=120)
-    assert code == 0, err[-2000:]
-    summary = json.loads(out)
-
-    ledger = read_ledgers([first_ledger, second_ledger])
-    assert set(ledger) == set(ids), f"lost {sorted(set(ids) - set(ledger))[:10]}"
-    duplicates = sum(ledger.values()) - len(ids)
-    assert duplicates <= PARTITIONS * MAX_PENDING, duplicates
-    assert summary["processed"] == sum(read_ledgers([second_ledger]).values())
-    assert sum(committed_offsets(cluster.conf, group, [topic]).values()) == len(ids)
+    kill_and_restart(
+        cluster.conf, cmd, ids, tmp_path, topic=topic, group=group, kill_after=150,
+        duplicates_bound=PARTITIONS * MAX_PENDING,
+    )  # fmt: skip

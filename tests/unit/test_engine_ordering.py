@@ -12,9 +12,10 @@ def rec(partition: int, offset: int, key: bytes | None = None, topic: str = "t")
 
 
 def drain(d: Dispatcher) -> list[Record]:
+    """Start one-record tasks while any may start."""
     out = []
-    while (r := d.next_ready()) is not None:
-        out.append(r)
+    while (task := d.next_task(1)) is not None:
+        out.extend(task)
     return out
 
 
@@ -27,9 +28,9 @@ def test_partition_mode_runs_one_record_per_partition_in_order() -> None:
         d.push(rec(1, offset))
     first = drain(d)
     assert [(r.partition, r.offset) for r in first] == [(0, 0), (1, 0)]
-    d.release(first[1])  # partition 1 moves on while partition 0's record still runs
+    d.release([first[1]])  # partition 1 moves on while partition 0's record still runs
     assert [(r.partition, r.offset) for r in drain(d)] == [(1, 1)]
-    d.release(first[0])
+    d.release([first[0]])
     assert [(r.partition, r.offset) for r in drain(d)] == [(0, 1)]
 
 
@@ -40,9 +41,9 @@ def test_key_mode_runs_keys_side_by_side_and_each_key_in_order() -> None:
         d.push(rec(0, offset, key))
     started = drain(d)
     assert [r.offset for r in started] == [0, 1, 3, 4]  # a, b and both keyless
-    d.release(started[0])
+    d.release([started[0]])
     assert [r.offset for r in drain(d)] == [2]
-    d.release(started[1])
+    d.release([started[1]])
     assert [r.offset for r in drain(d)] == [5]
 
 
@@ -76,7 +77,7 @@ def test_closed_partition_is_no_longer_dispatched() -> None:
     d.push(rec(1, 0))
     assert d.close(("t", 0)) == 2
     assert [(r.partition, r.offset) for r in drain(d)] == [(1, 0)]
-    d.release(rec(0, 0))  # a late completion of a revoked partition is harmless
+    d.release([rec(0, 0)])  # a late completion of a revoked partition is harmless
     assert drain(d) == []
 
 
@@ -90,9 +91,10 @@ def test_held_ready_and_starving_counts() -> None:
     assert d.starving == 1, "partition 1 holds nothing"
     d.push(rec(1, 0))
     assert (d.held, d.ready, d.starving) == (4, 2, 0), "one ready per partition, rest wait"
-    first = d.next_ready()
-    assert first is not None and (d.held, d.ready) == (3, 1)
-    d.release(first)
+    task = d.next_task(1)
+    assert task is not None and (d.held, d.ready) == (3, 1)
+    first = task[0]
+    d.release([first])
     assert (d.held, d.ready) == (3, 2)
     assert d.close(("t", 0)) == 2
     assert (d.held, d.ready, d.starving) == (1, 1, 0)

@@ -24,6 +24,7 @@ from lagless.engine import (
 )
 from lagless.engine.config import OffsetReset
 from lagless.engine.events import EVENTS_FILE
+from lagless.engine.memory import tune_gc
 from lagless.errors import ConfigError
 from lagless.observe.metrics import Metrics
 
@@ -63,7 +64,11 @@ def consume(
     topic: Annotated[list[str], typer.Option(help="topic to consume (repeatable)")],
     group: Annotated[str, typer.Option(help="consumer group id")],
     handler: Annotated[
-        str, typer.Option(help="sleep, noop or module:function (called with each Record)")
+        str,
+        typer.Option(
+            help="sleep, noop or module:function (called with each Record, or with a "
+            "list of Records with --batch-size)"
+        ),
     ] = "sleep",
     ordering: Annotated[
         Ordering, typer.Option(help="keep order per partition, per key, or not at all")
@@ -75,6 +80,13 @@ def consume(
     processes: Annotated[
         int, typer.Option(help="run the handler in N processes (CPU-bound work); 0: threads")
     ] = 0,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(help="call the handler with batches of up to N records (a batch handler)"),
+    ] = None,
+    batch_linger_ms: Annotated[
+        float | None, typer.Option(help="with --batch-size: wait up to MS to fill a batch")
+    ] = None,
     retries: Annotated[int, typer.Option(help="retries after a failed attempt")] = 3,
     retry_backoff: Annotated[float, typer.Option(help="first retry delay, seconds")] = 0.1,
     dlq_topic: Annotated[
@@ -201,6 +213,8 @@ def consume(
         max_in_flight=max_in_flight,
         max_pending=max_pending,
         processes=processes,
+        batch_size=batch_size,
+        batch_linger_ms=batch_linger_ms,
         retries=retries,
         retry_backoff_s=retry_backoff,
         retry_backoff_max_s=max(5.0, retry_backoff),
@@ -218,9 +232,10 @@ def consume(
         shutdown_budget_s=shutdown_budget,
         stall_seconds=stall_seconds,
     )
-    run_handler = load_handler(handler)
+    run_handler = load_handler(handler, batch=batch_size is not None)
     conf = kafka_conf(ctx)
     metrics = Metrics(group=config.group)
+    tune_gc()
     instance = client_id or static_id or f"{socket.gethostname()}-{os.getpid()}"
     with contextlib.ExitStack() as stack:
         events = None

@@ -111,9 +111,7 @@ def progress(enabled: bool) -> Iterator[ShowFn]:
             lag = "-" if status.lag_records is None else f"{status.lag_records}"
             lag_s = "" if status.lag_s is None else f" ({status.lag_s:.1f} s)"
             ready = " ".join(f"{name}{'*' if ok else '?'}" for name, ok in status.instances)
-            live.update(
-                Text(f"{status.scenario} | {status.phase} | lag {lag}{lag_s} | {ready}")
-            )
+            live.update(Text(f"{status.scenario} | {status.phase} | lag {lag}{lag_s} | {ready}"))
 
         yield show
 

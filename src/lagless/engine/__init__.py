@@ -20,7 +20,11 @@ Library API (stable; the CLI, the demo and the planner call it in-process)::
 * ``handler``: ``Callable[[Record], object]`` or an ``async def`` (run on the engine's
   event loop, see ``aio``); any exception fails the attempt (retried, then
   dead-lettered or stop/skip per ``on_failure``), ``DecodeError`` goes straight to the DLQ.
-  With ``processes=N`` it must pickle (a module-level function).
+  With ``batch_size=N`` it is a batch handler, ``Callable[[Sequence[Record]], object]``
+  (returning None, or ``{record: exception}`` for the records that failed; the rule for
+  retries and splitting is in :mod:`lagless.engine.batch`). ``load_handler(spec, batch=True)``
+  gives the batch form of a built-in. With ``processes=N`` it must pickle (a module-level
+  function).
 * ``metrics``: a :class:`lagless.observe.metrics.Metrics` to update (one is made if None).
 * ``stop``: a ``threading.Event``; setting it stops the run (drain, commit, close).
 * ``on_progress``: called with a :class:`Progress` about twice a second, on the poll thread.
@@ -42,7 +46,7 @@ from typing import Any
 from lagless.engine.backpressure import MessageRejected
 from lagless.engine.config import EngineConfig, OnFailure, Ordering
 from lagless.engine.events import EventKind, EventLog
-from lagless.engine.handlers import DecodeError, Handler, load_handler
+from lagless.engine.handlers import BatchHandler, DecodeError, Handler, load_handler
 from lagless.engine.health import Health, HealthStatus
 from lagless.engine.ledger import Ledger
 from lagless.engine.poller import Engine, ProgressFn
@@ -51,6 +55,7 @@ from lagless.engine.summary import Latency, Progress, RunSummary
 from lagless.observe.metrics import Metrics
 
 __all__ = [
+    "BatchHandler",
     "DecodeError",
     "Engine",
     "EngineConfig",
@@ -75,7 +80,7 @@ __all__ = [
 def run_engine(
     conf: Mapping[str, Any],
     config: EngineConfig,
-    handler: Handler,
+    handler: Handler | BatchHandler,
     metrics: Metrics | None = None,
     stop: threading.Event | None = None,
     on_progress: ProgressFn | None = None,

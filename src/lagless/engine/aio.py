@@ -1,11 +1,14 @@
 """Async handlers: ``async def`` handlers run as tasks on one event loop the engine owns.
 
-The loop runs on its own thread (``lagless-aio``). The poll loop hands records over with
-:meth:`AsyncWorkers.submit` (thread-safe, batched: one wake-up of the loop per turn of the
-poll loop, not one per record); each record becomes a task that awaits the handler under
-the same retry policy as threads (the backoff is an ``asyncio.sleep`` cut short when the
-engine stops) and puts its :class:`Completion` on the completion queue. Ten thousand
-concurrent awaits cost ten thousand small tasks, no threads.
+The loop runs on its own thread (``lagless-aio``). The poll loop hands tasks (records of one
+partition, see :mod:`lagless.engine.ordering`) over with :meth:`AsyncWorkers.submit`
+(thread-safe, batched: one wake-up of the loop per turn of the poll loop, not one per task);
+each becomes an asyncio task that awaits the handler on its records one after another (so a
+lane's order holds), each under the same retry policy as threads (the backoff is an
+``asyncio.sleep`` cut short when the engine stops), and puts its :class:`Completion` on the
+completion queue. Ten thousand concurrent awaits cost ten thousand small tasks, no threads.
+A batch handler (``async def`` taking a sequence) is awaited per batch under the rule of
+:mod:`lagless.engine.batch`.
 
 At close the tasks still running are cancelled: their records end without a completion, so
 they are never counted nor committed (the next owner of the partition runs them again).
@@ -17,20 +20,30 @@ import asyncio
 import inspect
 import logging
 import threading
+import time
 from collections import deque
+from collections.abc import Sequence
 from queue import SimpleQueue
+from typing import Any
 
+from lagless.engine.batch import run_batch_async
 from lagless.engine.handlers import Handler
 from lagless.engine.record import Record
-from lagless.engine.retry import Attempts, Outcome, RetryPolicy, UnsupportedResultError
-from lagless.engine.workers import Completion
+from lagless.engine.retry import (
+    Attempts,
+    Outcome,
+    RetryPolicy,
+    TaskResult,
+    UnsupportedResultError,
+)
+from lagless.engine.workers import ASYNC_TASK_S, Completion
 
 log = logging.getLogger(__name__)
 
 CANCEL_GRACE_S = 0.2  # at close, even "at once": a loop turn for the cancellations to land
 
 
-def is_async(handler: Handler) -> bool:
+def is_async(handler: Any) -> bool:
     """Whether ``handler`` is an ``async def`` function (or a callable object whose
     ``__call__`` is one)."""
     call = getattr(handler, "__call__", None)  # noqa: B004 - the bound __call__ itself
@@ -73,6 +86,20 @@ def inspect_result(result: object) -> None:
         )
 
 
+async def run_each_async(
+    handler: Handler, records: Sequence[Record], policy: RetryPolicy, stopping: asyncio.Event
+) -> TaskResult:
+    """Await ``handler`` on each record in turn, each with its retries (as ``run_each``)."""
+    seconds: list[float] = []
+    failed: dict[int, Outcome] = {}
+    for index, record in enumerate(records):
+        outcome = await execute_async(handler, record, policy, stopping)
+        seconds.append(outcome.seconds)
+        if not outcome.ok:
+            failed[index] = outcome
+    return TaskResult(time.time(), seconds, failed)
+
+
 async def _backoff(delay: float, stopping: asyncio.Event) -> bool:
     """Sleep the retry delay; True (stop retrying) if the engine stops meanwhile."""
     try:
@@ -83,15 +110,19 @@ async def _backoff(delay: float, stopping: asyncio.Event) -> bool:
 
 
 class AsyncWorkers:
-    """An event loop thread running an ``async def`` handler as one task per record."""
+    """An event loop thread running an ``async def`` handler as one asyncio task per task of
+    records."""
+
+    task_s = ASYNC_TASK_S
 
     def __init__(
-        self, handler: Handler, policy: RetryPolicy, completions: SimpleQueue[object]
+        self, handler: Any, batch: bool, policy: RetryPolicy, completions: SimpleQueue[object]
     ) -> None:
         self._handler = handler
+        self._batch = batch
         self._policy = policy
         self._completions = completions
-        self._incoming: deque[tuple[Record, int]] = deque()
+        self._incoming: deque[tuple[list[Record], int]] = deque()
         self._wake_pending = threading.Event()
         self._loop = asyncio.new_event_loop()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -103,8 +134,8 @@ class AsyncWorkers:
         asyncio.set_event_loop(self._loop)
         self._loop.run_forever()
 
-    def submit(self, record: Record, epoch: int) -> None:
-        self._incoming.append((record, epoch))
+    def submit(self, records: list[Record], epoch: int) -> None:
+        self._incoming.append((records, epoch))
         if not self._wake_pending.is_set():
             self._wake_pending.set()
             self._loop.call_soon_threadsafe(self._start_incoming)
@@ -113,13 +144,20 @@ class AsyncWorkers:
         self._wake_pending.clear()
         incoming = self._incoming
         while incoming:
-            record, epoch = incoming.popleft()
-            self._tasks.add(self._loop.create_task(self._one(record, epoch)))
+            records, epoch = incoming.popleft()
+            self._tasks.add(self._loop.create_task(self._one(records, epoch)))
 
-    async def _one(self, record: Record, epoch: int) -> None:
+    async def _one(self, records: list[Record], epoch: int) -> None:
         try:
-            outcome = await execute_async(self._handler, record, self._policy, self._stopping)
-            self._completions.put(Completion(record, epoch, outcome))
+            if self._batch:
+                result = await run_batch_async(
+                    self._handler, records, self._policy, self._stopping
+                )
+            else:
+                result = await run_each_async(
+                    self._handler, records, self._policy, self._stopping
+                )
+            self._completions.put(Completion(records, epoch, result))
         finally:  # cheaper than a done callback (one loop turn less per record)
             task = asyncio.current_task()
             if task is not None:

@@ -2,8 +2,9 @@
 
 A partition *holds* every record from its first unfinished one to the last fetched
 (:attr:`PartitionTracker.pending`): buffered, in flight, and done above the first unfinished.
-Offering a record to a full partition raises :class:`MessageRejected` (after arroyo): the poll
-loop keeps the record, pauses the partition and goes on polling, so heartbeats continue and
+A partition takes fetched records while it has room; a record offered to a full partition is
+rejected (:class:`MessageRejected`, after arroyo): the poll loop keeps it, pauses the partition
+and goes on polling, so heartbeats continue and
 ``max.poll.interval.ms`` is never breached however long a handler runs. When the partition has
 drained to half its bound the kept records are offered again and the partition resumed.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from confluent_kafka import Message
+from lagless.engine.record import Record
 
 
 class MessageRejected(Exception):  # noqa: N818 (arroyo's name)
@@ -25,7 +26,7 @@ class Backlog:
     """A partition's flow state: paused or not, and the records fetched but not admitted."""
 
     paused: bool = False
-    kept: deque[Message] = field(default_factory=deque)
+    kept: deque[Record] = field(default_factory=deque)
 
 
 class FlowControl:
@@ -39,6 +40,10 @@ class FlowControl:
         """Raise MessageRejected when a partition holding ``pending`` records is full."""
         if pending >= self.bound:
             raise MessageRejected
+
+    def room(self, pending: int) -> int:
+        """How many more records a partition holding ``pending`` records may take."""
+        return max(0, self.bound - pending)
 
     def may_resume(self, pending: int, backlog: Backlog) -> bool:
         """A paused partition may be resumed once its kept records are in and it drained."""

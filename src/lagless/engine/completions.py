@@ -1,4 +1,8 @@
-"""Collect: drain the completion queue; mark records done, dead-letter or fail the failed."""
+"""Collect: drain the completion queue; mark records done, dead-letter or fail the failed.
+
+A completion is one task: its records finished at once (the task's end is their end for the
+e2e latency), except those its result names as failed, which go their own way one by one.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,10 @@ from lagless.engine.core import EngineCore
 from lagless.engine.dlq import DeadLettered
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
 from lagless.engine.record import Record
-from lagless.engine.retry import Outcome
+from lagless.engine.retry import Outcome, TaskResult
 from lagless.engine.workers import Completion
 from lagless.errors import LaglessError, RecordError
+from lagless.observe.metrics import observe_many
 
 log = logging.getLogger(__name__)
 
@@ -48,41 +53,75 @@ class Completing(EngineCore):
         return state if state is not None and state.epoch == epoch else None
 
     def _completed(self, done: Completion) -> None:
-        self._in_flight -= 1
-        record = done.record
-        state = self._current(record, done.epoch)
+        records = done.records
+        count = len(records)
+        self._in_flight -= count
+        self._tasks -= 1
+        state = self._current(records[0], done.epoch)
         if state is not None:
-            state.in_flight -= 1
-            self._dispatcher.release(record)
-        else:  # from an earlier assignment of the partition: its lane may be waited for
-            self._dispatcher.release_orphan(record)
+            state.in_flight -= count
+            self._dispatcher.release(records)
+        else:  # from an earlier assignment of the partition: its lanes may be waited for
+            self._dispatcher.release_orphan(records)
+        result = done.result
         if done.fatal is not None:
-            self._fail(LaglessError(f"worker failed on {record.coordinates}: {done.fatal}"))
+            if state is not None and result is not None:
+                self._results(state, records, done.epoch, result)  # those that ended before
+            where = records[done.fatal_at].coordinates
+            self._fail(LaglessError(f"worker failed on {where}: {done.fatal}"))
             return
-        outcome = done.outcome
-        if state is None or outcome is None or outcome.aborted:
-            return  # not ours any more, or given up because we stop: re-run by the next owner
-        state.metrics.processing.observe(outcome.seconds)
-        if outcome.ok:
-            self._finish(state, record, outcome, OK)
-        elif self._dlq is not None:
+        if state is None or result is None:
+            return  # not ours any more: re-run by the next owner
+        self._results(state, records, done.epoch, result)
+
+    def _results(
+        self, state: PartitionState, records: list[Record], epoch: int, result: TaskResult
+    ) -> None:
+        """A task's records finished: the successful ones are done, the failed go their way."""
+        if result.seconds:
+            observe_many(state.metrics.processing, result.seconds)
+            if self.config.batch_size is None:
+                self._pace(result.seconds)
+        failed = result.failed
+        if not failed:
+            self._finish(state, records, result.finished_at, OK)
+            return
+        self._finish(
+            state,
+            [r for i, r in enumerate(records) if i not in failed],
+            result.finished_at,
+            OK,
+        )
+        for index, outcome in failed.items():
+            self._failed(state, records[index], epoch, outcome)
+
+    def _pace(self, seconds: list[float]) -> None:
+        """Follow a per-record handler's seconds per record (an exponential average)."""
+        pace = sum(seconds) / len(seconds)
+        self._record_s = pace if self._record_s is None else 0.8 * self._record_s + 0.2 * pace
+
+    def _failed(self, state: PartitionState, record: Record, epoch: int, outcome: Outcome) -> None:
+        """A record failed for good: to the DLQ, or skipped, or the engine stops."""
+        if outcome.aborted:
+            return  # given up because we stop: re-run by the next owner
+        if self._dlq is not None:
             state.dead_letters += 1
-            self._dlq.publish(record, done.epoch, outcome)
+            self._dlq.publish(record, epoch, outcome)
+            return
+        log.warning(
+            "%s failed after %d attempts: %s: %s",
+            record.coordinates, outcome.attempts, outcome.error_class, outcome.error_message,
+        )  # fmt: skip
+        if self.config.on_failure is OnFailure.SKIP:
+            self._finish(state, [record], outcome.finished_at, SKIPPED)
         else:
-            log.warning(
-                "%s failed after %d attempts: %s: %s",
-                record.coordinates, outcome.attempts, outcome.error_class, outcome.error_message,
-            )  # fmt: skip
-            if self.config.on_failure is OnFailure.SKIP:
-                self._finish(state, record, outcome, SKIPPED)
-            else:
-                self._fail(
-                    RecordError(
-                        f"handler failed after {outcome.attempts} attempts: "
-                        f"{outcome.error_class}: {outcome.error_message}",
-                        record.coordinates,
-                    )
+            self._fail(
+                RecordError(
+                    f"handler failed after {outcome.attempts} attempts: "
+                    f"{outcome.error_class}: {outcome.error_message}",
+                    record.coordinates,
                 )
+            )
 
     def _dead_lettered(self, letter: DeadLettered) -> None:
         state = self._current(letter.record, letter.epoch)
@@ -100,14 +139,21 @@ class Completing(EngineCore):
             )
             return
         self.metrics.dlq_records.labels(letter.record.topic).inc()
-        self._finish(state, letter.record, letter.outcome, DLQ)
+        self._finish(state, [letter.record], letter.outcome.finished_at, DLQ)
 
-    def _finish(self, state: PartitionState, record: Record, outcome: Outcome, kind: str) -> None:
-        state.tracker.complete(record.offset)
-        self._count(state, kind)
+    def _finish(
+        self, state: PartitionState, records: list[Record], finished_at: float, kind: str
+    ) -> None:
+        """``records`` (of ``state``'s partition) finished at ``finished_at`` (wall clock)."""
+        if not records:
+            return
+        state.tracker.complete_many([r.offset for r in records])
+        self._count(state, kind, len(records))
         if self._ledger is not None:
-            self._ledger.write(record, kind, outcome.finished_at)
-        if record.timestamp_ms is not None:
-            ms = outcome.finished_at * 1000.0 - record.timestamp_ms
-            self._latency.add(ms)
-            state.metrics.e2e.observe(max(ms, 0.0) / 1000.0)
+            for record in records:
+                self._ledger.write(record, kind, finished_at)
+        end_ms = finished_at * 1000.0
+        ms = [end_ms - r.timestamp_ms for r in records if r.timestamp_ms is not None]
+        if ms:
+            self._latency.add_many(ms)
+            observe_many(state.metrics.e2e, [max(m, 0.0) / 1000.0 for m in ms])

@@ -75,6 +75,12 @@ class EngineConfig(BaseModel):
         "partition is paused",
     )
     processes: int = Field(0, ge=0, le=256, description="0: threads; N: a pool of N processes")
+    batch_size: int | None = Field(
+        None, ge=1, le=100_000, description="call the handler with batches of up to N records"
+    )
+    batch_linger_ms: float = Field(
+        0.0, ge=0, le=60_000, description="wait up to this long to fill a batch"
+    )
     retries: int = Field(3, ge=0, le=100)
     retry_backoff_s: float = Field(0.1, gt=0)
     retry_backoff_max_s: float = Field(5.0, gt=0)
@@ -139,6 +145,13 @@ class EngineConfig(BaseModel):
             raise ValueError("heartbeat interval must be below the session timeout")
         if self.max_poll_interval_ms < self.session_timeout_ms:
             raise ValueError("max poll interval must be at least the session timeout")
+        if self.batch_size is None and self.batch_linger_ms:
+            raise ValueError("batch linger applies only with a batch size")
+        if self.batch_size is not None and self.batch_size > self.max_pending:
+            raise ValueError(
+                f"batch size {self.batch_size} exceeds max pending {self.max_pending}: "
+                "a partition never holds enough records to fill a batch"
+            )
         if self.retry_backoff_max_s < self.retry_backoff_s:
             raise ValueError("retry backoff max must be at least the initial backoff")
         if self.group_protocol == "consumer":

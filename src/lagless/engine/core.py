@@ -21,7 +21,7 @@ from lagless.engine.commit import CommitPolicy
 from lagless.engine.config import EngineConfig
 from lagless.engine.dlq import DeadLetterQueue
 from lagless.engine.events import EventKind, EventLog
-from lagless.engine.handlers import Handler
+from lagless.engine.handlers import BatchHandler, Handler
 from lagless.engine.health import Health
 from lagless.engine.ledger import Ledger
 from lagless.engine.ordering import Dispatcher
@@ -45,7 +45,7 @@ class EngineCore:
         self,
         conf: Mapping[str, Any],
         config: EngineConfig,
-        handler: Handler,
+        handler: Handler | BatchHandler,
         metrics: Metrics | None = None,
         stop: threading.Event | None = None,
         on_progress: ProgressFn | None = None,
@@ -65,14 +65,16 @@ class EngineCore:
         self._stop = stop or threading.Event()
         self._on_progress = on_progress
         self._completions: SimpleQueue[object] = SimpleQueue()
-        self._dispatcher = Dispatcher(config.ordering)
+        self._dispatcher = Dispatcher(config.ordering, config.batch_linger_ms / 1000.0)
         self._flow = FlowControl(config.max_pending)
         self._policy = CommitPolicy(config.commit_interval_s, config.commit_every)
         self._states: dict[PartitionKey, PartitionState] = {}
         self._paused: set[PartitionKey] = set()
         self._latency = LatencyLog()
         self._epoch = 0
-        self._in_flight = 0
+        self._in_flight = 0  # records dispatched, not finished
+        self._tasks = 0  # tasks dispatched, not finished (handler calls running or queued)
+        self._record_s: float | None = None  # a per-record handler's pace, seconds a record
         self._max_in_flight_seen = 0
         self._counts = {OK: 0, DLQ: 0, SKIPPED: 0}
         self._per_partition: dict[str, int] = {}
@@ -101,11 +103,11 @@ class EngineCore:
     def processed(self) -> int:
         return sum(self._counts.values())
 
-    def _count(self, state: PartitionState, kind: str) -> None:
-        self._counts[kind] += 1
-        state.finished += 1
-        state.metrics.finished[kind].inc()
-        self._policy.finished()
+    def _count(self, state: PartitionState, kind: str, records: int = 1) -> None:
+        self._counts[kind] += records
+        state.finished += records
+        state.metrics.finished[kind].inc(records)
+        self._policy.finished(records)
         self._timing.last_finished = time.monotonic()
 
     def _emit(self, kind: EventKind, keys: Iterable[PartitionKey] = (), **extra: Any) -> None:

@@ -1,11 +1,14 @@
-"""Handlers: what the engine runs per record.
+"""Handlers: what the engine runs per record, or per batch.
 
 A handler is ``Callable[[Record], object]``; an exception means the record failed (it is
 retried, then dead-lettered). :class:`DecodeError` means the record can never succeed: it
-goes straight to the dead-letter topic. An ``async def`` handler runs on the engine's event
-loop (:mod:`lagless.engine.aio`). Built-ins: ``sleep`` (the jobs workload: sleeps the
-record's ``sleep_ms``) and ``noop``; anything else is ``module:function``, imported from the
-current directory first, as ``python -m`` does.
+goes straight to the dead-letter topic. A batch handler (``batch_size`` set) is
+``Callable[[Sequence[Record]], object]``: see :mod:`lagless.engine.batch` for what its result
+and its exceptions mean. An ``async def`` handler (per record or per batch) runs on the
+engine's event loop (:mod:`lagless.engine.aio`). Built-ins, each per record and per batch:
+``sleep`` (the jobs workload: sleeps the record's ``sleep_ms``; a batch sleeps their sum and
+names the records it cannot decode as failed) and ``noop``; anything else is
+``module:function``, imported from the current directory first, as ``python -m`` does.
 """
 
 from __future__ import annotations
@@ -15,13 +18,14 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lagless.engine.record import Record
 from lagless.errors import ConfigError
 
 Handler = Callable[[Record], object]
+BatchHandler = Callable[[Sequence[Record]], object]
 
 
 class DecodeError(ValueError):
@@ -43,22 +47,48 @@ def noop(record: Record) -> None:
     """Do nothing (measures the engine's own overhead)."""
 
 
-def sleep(record: Record) -> None:
-    """The jobs workload: sleep ``sleep_ms`` milliseconds."""
-    doc = decode_json(record)
-    ms = doc.get("sleep_ms")
+def sleep_ms(record: Record) -> float:
+    """A jobs record's ``sleep_ms``, or DecodeError."""
+    ms = decode_json(record).get("sleep_ms")
     if not isinstance(ms, int | float) or isinstance(ms, bool) or ms < 0:
         raise DecodeError(f"sleep_ms is {ms!r}, not a non-negative number")
-    time.sleep(ms / 1000.0)
+    return float(ms)
+
+
+def sleep(record: Record) -> None:
+    """The jobs workload: sleep ``sleep_ms`` milliseconds."""
+    time.sleep(sleep_ms(record) / 1000.0)
+
+
+def noop_batch(records: Sequence[Record]) -> None:
+    """Do nothing with a batch."""
+
+
+def sleep_batch(records: Sequence[Record]) -> dict[Record, Exception]:
+    """The jobs workload in batches: sleep the records' total ``sleep_ms``; the records that
+    cannot be decoded are returned as failed (the others succeed)."""
+    total = 0.0
+    failed: dict[Record, Exception] = {}
+    for record in records:
+        try:
+            total += sleep_ms(record)
+        except DecodeError as exc:
+            failed[record] = exc
+    time.sleep(total / 1000.0)
+    return failed
 
 
 BUILTINS: dict[str, Handler] = {"noop": noop, "sleep": sleep}
+BATCH_BUILTINS: dict[str, BatchHandler] = {"noop": noop_batch, "sleep": sleep_batch}
 
 
-def load_handler(spec: str) -> Handler:
-    """A built-in name or ``module:function``; ConfigError if it cannot be loaded."""
+def load_handler(spec: str, batch: bool = False) -> Any:
+    """A built-in name or ``module:function``; ConfigError if it cannot be loaded.
+
+    With ``batch`` a built-in name gives its batch form (a function must take a sequence).
+    """
     if spec in BUILTINS:
-        return BUILTINS[spec]
+        return BATCH_BUILTINS[spec] if batch else BUILTINS[spec]
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ConfigError(
@@ -79,8 +109,7 @@ def load_handler(spec: str) -> Handler:
     func = getattr(module, attr, None)
     if not callable(func):
         raise ConfigError(f"{module_name!r} has no callable {attr!r}")
-    handler: Handler = func
-    return handler
+    return func
 
 
 def _raised_at(exc: BaseException) -> str:

@@ -24,20 +24,18 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 
-from lagless.engine.backpressure import MessageRejected
 from lagless.engine.committing import Committing
 from lagless.engine.completions import Completing
 from lagless.engine.core import ProgressFn, topic_partition
 from lagless.engine.dlq import DeadLetterQueue
 from lagless.engine.events import EventKind
 from lagless.engine.idle import consumed_to_end
-from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
+from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionKey, PartitionState
 from lagless.engine.rebalance import Rebalancing
 from lagless.engine.record import Record
 from lagless.engine.retry import RetryPolicy
 from lagless.engine.summary import RunSummary, Timing
 from lagless.engine.topics import check_topics_exist
-from lagless.engine.tracker import Arrival
 from lagless.engine.watch import Watching
 from lagless.engine.workers import make_workers
 from lagless.errors import ClusterError
@@ -51,6 +49,7 @@ IDLE_POLL_S = 0.1  # poll timeout with nothing in flight
 BUSY_WAIT_S = 0.005  # wait for a completion when a poll brought nothing
 POLL_EVERY_S = 0.05  # poll at least this often, however much is buffered
 POLL_SHORT_S = 0.005  # poll this often while a partition holds nothing and workers are free
+MAX_TASK = 500  # records per task of a per-record handler, at most
 
 
 # consumers left open on purpose (leave_group_on_close=False): never destroyed in this process
@@ -73,6 +72,7 @@ class Engine(Rebalancing, Completing, Committing, Watching):
             config.processes,
             config.max_in_flight,
             self._handler,
+            config.batch_size is not None,
             RetryPolicy(config.retries, config.retry_backoff_s, config.retry_backoff_max_s),
             self._completions,
         )
@@ -138,44 +138,68 @@ class Engine(Rebalancing, Completing, Committing, Watching):
         """Poll when the workers may run short of records to start, else every POLL_EVERY_S
         (heartbeats do not depend on it: librdkafka sends them from its own thread).
 
-        Each poll hands the GIL to the worker threads and waits to get it back; skipping polls
-        while enough records are ready keeps the loop's share of the GIL for the records.
+        "Short": fewer records held and in flight than the larger of two per worker, one
+        poll's worth and two tasks. Polling more would only fill the partitions' windows
+        while the workers catch up, then pause them (a paused partition's prefetched records
+        are dropped and fetched again). Each poll also hands the GIL to the worker threads and
+        waits to get it back.
         """
         dispatcher = self._dispatcher
-        if dispatcher.held < 2 * self.config.max_in_flight:
+        limit, size = self.config.max_in_flight, self._task_size()
+        enough = max(2 * limit, self.config.poll_batch, 2 * size)
+        if dispatcher.held + self._in_flight < enough:
             return True
         since = time.monotonic() - self._last_poll
-        if dispatcher.starving and dispatcher.ready < self.config.max_in_flight - self._in_flight:
+        if dispatcher.starving and dispatcher.ready < (limit - self._tasks) * size:
             return since >= POLL_SHORT_S  # a partition holds nothing and workers are free
         return since >= POLL_EVERY_S
+
+    def _poll_timeout(self) -> float:
+        """Do not wait in poll while records run, nor past a lingering batch's deadline."""
+        if self._in_flight:
+            return 0.0
+        due = self._dispatcher.lingering_until
+        if due is not None:
+            return min(IDLE_POLL_S, max(0.0, due - time.monotonic()))
+        return IDLE_POLL_S
 
     def _poll(self) -> int:
         """Fetch a batch and offer each record to its partition; how many came."""
         assert self._consumer is not None
-        busy = self._in_flight > 0
-        messages = self._consumer.consume(self.config.poll_batch, 0.0 if busy else IDLE_POLL_S)
+        messages = self._consumer.consume(self.config.poll_batch, self._poll_timeout())
         self._last_poll = time.monotonic()
         if not messages:
             return 0
         now = time.monotonic()
         self._last_activity = now
+        if self._stopping:
+            return len(messages)  # no longer ours: the next owner reads them from the commit
+        runs: dict[PartitionKey, list[Record]] = {}
+        key: PartitionKey | None = None
+        run: list[Record] = []
+        from_message = Record.from_message
         for msg in messages:
             err = msg.error()
             if err is not None:
                 self._consumer_error(err, msg)
                 continue
-            state = self._states.get((msg.topic() or "", msg.partition() or 0))
-            if state is None or self._stopping:
-                continue  # not (or no longer) ours: the next owner reads it from the commit
+            record = from_message(msg)
+            if (record.topic, record.partition) != key:
+                key = (record.topic, record.partition)
+                run = runs.setdefault(key, [])
+            run.append(record)
+        for key, records in runs.items():
+            state = self._states.get(key)
+            if state is None:
+                continue  # not ours (any more): the next owner reads them from the commit
             if not state.consuming:
                 self._first_record(state)
             if state.backlog.kept:
-                state.backlog.kept.append(msg)  # stay behind the records kept earlier
+                state.backlog.kept.extend(records)  # stay behind the records kept earlier
                 continue
-            try:
-                self._offer(state, msg, now)
-            except MessageRejected:
-                state.backlog.kept.append(msg)
+            admitted = self._offer(state, records, now)
+            if admitted < len(records):
+                state.backlog.kept.extend(records[admitted:])
                 self._pause(state)
         return len(messages)
 
@@ -186,20 +210,32 @@ class Engine(Rebalancing, Completing, Committing, Watching):
         self.health.received()
         self._emit(EventKind.CONSUMING, (state.tp,))
 
-    def _offer(self, state: PartitionState, msg: Message, now: float) -> None:
-        """Hand one fetched record to its partition; MessageRejected when it is full."""
-        self._flow.admit(state.tracker.pending)
-        record = Record.from_message(msg)
-        arrival = state.tracker.receive(record.offset, now, record.timestamp_ms)
-        if arrival is Arrival.STALE:
-            return
+    def _offer(self, state: PartitionState, records: list[Record], now: float) -> int:
+        """Hand fetched records to their partition, as many as it has room for (see
+        :mod:`backpressure`); how many it took."""
+        tracker = state.tracker
+        room = self._flow.room(tracker.pending)
+        if room < len(records):
+            records = records[:room]
+        if not records:
+            return 0
+        fresh, skipped = tracker.receive_many(
+            [r.offset for r in records], now, [r.timestamp_ms for r in records]
+        )
+        if fresh is None:
+            self._dispatcher.push_many(records, now)
+        else:
+            if not skipped and not any(fresh):
+                return len(records)  # all stale: re-deliveries, ignored
+            self._dispatcher.push_many(
+                [r for r, new in zip(records, fresh, strict=True) if new], now
+            )
         if self._timing.first_received is None:
             self._timing.first_received = now
-        state.last_timestamp_ms = record.timestamp_ms
-        if arrival is Arrival.DONE_BEFORE:
-            self._count(state, SKIPPED)
-            return
-        self._dispatcher.push(record)
+        state.last_timestamp_ms = records[-1].timestamp_ms
+        if skipped:
+            self._count(state, SKIPPED, skipped)
+        return len(records)
 
     def _consumer_error(self, err: KafkaError, msg: Message) -> None:
         if err.fatal():
@@ -211,23 +247,49 @@ class Engine(Rebalancing, Completing, Committing, Watching):
 
     # -- dispatch -------------------------------------------------------------------------
 
+    def _task_size(self) -> int:
+        """Records per task: the batch size, or for a per-record handler as many as take
+        about the workers' task time (``task_s``) at the handler's measured pace."""
+        batch = self.config.batch_size
+        if batch is not None:
+            return batch
+        assert self._workers is not None
+        pace = self._record_s
+        if pace is None:
+            return 1
+        return max(1, min(MAX_TASK, int(self._workers.task_s / max(pace, 1e-7))))
+
     def _dispatch(self) -> None:
-        """Start ready records while fewer than max_in_flight run."""
+        """Start tasks while fewer than max_in_flight run."""
         assert self._workers is not None
         limit = self.config.max_in_flight
+        if self._tasks >= limit or self._stopping or self._failure is not None:
+            return
+        size = self._task_size()
+        left: int | None = None
         count = self.config.count
         if count is not None:  # start no more than --count can still use: exactly N finish
             pending_letters = sum(s.dead_letters for s in self._states.values())
-            limit = min(limit, count - self.processed - pending_letters)
-        while self._in_flight < limit and not self._stopping and self._failure is None:
-            record = self._dispatcher.next_ready()
-            if record is None:
+            left = count - self.processed - pending_letters - self._in_flight
+        now = time.monotonic()
+        submit, next_task, states = self._workers.submit, self._dispatcher.next_task, self._states
+        while self._tasks < limit:
+            if left is not None:
+                if left <= 0:
+                    break
+                size = min(size, left)
+            records = next_task(size, now)
+            if records is None:
                 break
-            state = self._states[(record.topic, record.partition)]
-            state.in_flight += 1
-            self._in_flight += 1
-            self._workers.submit(record, state.epoch)
-        self._max_in_flight_seen = max(self._max_in_flight_seen, self._in_flight)
+            first = records[0]
+            state = states[(first.topic, first.partition)]
+            state.in_flight += len(records)
+            self._in_flight += len(records)
+            self._tasks += 1
+            if left is not None:
+                left -= len(records)
+            submit(records, state.epoch)
+        self._max_in_flight_seen = max(self._max_in_flight_seen, self._tasks)
 
     # -- flow control ---------------------------------------------------------------------
 
@@ -258,12 +320,9 @@ class Engine(Rebalancing, Completing, Committing, Watching):
         for key in list(self._paused):
             state = self._states[key]
             kept = state.backlog.kept
-            while kept and not self._stopping:
-                try:
-                    self._offer(state, kept[0], now)
-                except MessageRejected:
-                    break
-                kept.popleft()
+            if kept and not self._stopping:
+                room = min(len(kept), self._flow.room(state.tracker.pending))
+                self._offer(state, [kept.popleft() for _ in range(room)], now)
             if self._flow.may_resume(state.tracker.pending, state.backlog):
                 self._resume(state)
 

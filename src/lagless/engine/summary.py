@@ -54,6 +54,18 @@ class LatencyLog:
         if slot < self._capacity:
             self._ms[slot] = ms
 
+    def add_many(self, values: list[float]) -> None:
+        top = max(values)
+        if self._max is None or top > self._max:
+            self._max = top
+        room = self._capacity - len(self._ms)
+        if len(values) <= room:
+            self._seen += len(values)
+            self._ms.extend(values)
+            return
+        for ms in values:
+            self.add(ms)
+
     def summary(self) -> Latency:
         if not self._ms or self._max is None:
             return Latency(None, None, None)

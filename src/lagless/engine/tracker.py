@@ -13,6 +13,7 @@ import logging
 from collections import deque
 from collections.abc import Iterable
 from enum import Enum
+from itertools import repeat
 
 from lagless.engine import offset_map
 
@@ -70,6 +71,37 @@ class PartitionTracker:
             return Arrival.DONE_BEFORE
         return Arrival.NEW
 
+    def receive_many(
+        self, offsets: list[int], now: float, stamps: list[int | None] | None = None
+    ) -> tuple[list[bool] | None, int]:
+        """Register fetched records (ascending offsets) and their timestamps (ms; unknown if
+        not given). Returns (None, 0) when all are new (the common case: one extend), else
+        (for each, whether to process it; how many were completed by an earlier run and are
+        skipped)."""
+        if stamps is None:
+            stamps = [None] * len(offsets)
+        last = self._last_received
+        first = offsets[0]
+        if (
+            not self._earlier
+            and (last is None or first > last)
+            and (self._next is None or first >= self._next)
+        ):
+            self._window.extend(offsets)
+            self._since.extend(repeat(now, len(offsets)))
+            self._stamps.extend(stamps)
+            self._last_received = offsets[-1]
+            return None, 0
+        # a fetch that starts at or below the last offset received and goes past it re-delivers
+        # the records below (stale), it is not an offset reset (which lands wholly below)
+        overlap = last is not None and offsets[-1] > last
+        arrivals = [
+            Arrival.STALE if overlap and last is not None and o <= last else self.receive(o, now, t)
+            for o, t in zip(offsets, stamps, strict=True)
+        ]
+        fresh = [a is Arrival.NEW for a in arrivals]
+        return fresh, sum(a is Arrival.DONE_BEFORE for a in arrivals)
+
     def _follow_reset(self, offset: int) -> None:
         """The consumer's position moved below what this tracker expected with nothing held
         (``auto.offset.reset`` after OFFSET_OUT_OF_RANGE, e.g. a topic recreated): follow
@@ -96,6 +128,31 @@ class PartitionTracker:
             self._since.popleft()
             self._stamps.popleft()
             self._done.discard(first)
+            self._next = first + 1
+
+    def complete_many(self, offsets: list[int]) -> None:
+        """Mark ``offsets`` (ascending) finished; a task's records usually are the window's
+        front in order, which pops them without touching the set of done offsets."""
+        window, since, stamps = self._window, self._since, self._stamps
+        index = 0
+        if not self._done:
+            count = len(offsets)
+            while index < count and window and window[0] == offsets[index]:
+                window.popleft()
+                since.popleft()
+                stamps.popleft()
+                index += 1
+            if index:
+                self._next = offsets[index - 1] + 1
+            if index == count:
+                return
+        self._done.update(offsets[index:] if index else offsets)
+        done = self._done
+        while window and window[0] in done:
+            first = window.popleft()
+            since.popleft()
+            stamps.popleft()
+            done.discard(first)
             self._next = first + 1
 
     def completed_above(self) -> list[int]:

@@ -1,10 +1,12 @@
 """Workers: where handlers run. Threads by default, a process pool for CPU-bound handlers,
 an event loop for ``async def`` handlers (:mod:`lagless.engine.aio`).
 
-The poll loop calls :meth:`Workers.submit` only for records it has decided to start (at most
-``max_in_flight`` at once), so every submitted record starts as soon as a worker is free.
-Each finished record comes back as a :class:`Completion` on the thread-safe ``completions``
-queue, which the poll loop drains. Workers never touch the consumer.
+The poll loop calls :meth:`Workers.submit` only for tasks it has decided to start (at most
+``max_in_flight`` at once), so every submitted task starts as soon as a worker is free. A
+task is a list of records of one partition run one after another (:func:`run_each`) or as
+one batch (:func:`run_batch`); it crosses to a process as one pickle. Each finished task comes
+back as one :class:`Completion` on the thread-safe ``completions`` queue, which the poll loop
+drains. Workers never touch the consumer.
 """
 
 from __future__ import annotations
@@ -15,30 +17,42 @@ import pickle
 import signal
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from queue import SimpleQueue
 from typing import Any, NamedTuple, Protocol
 
-from lagless.engine.handlers import Handler
+from lagless.engine.batch import run_batch
 from lagless.engine.record import Record
-from lagless.engine.retry import Outcome, RetryPolicy, execute
+from lagless.engine.retry import Outcome, RetryPolicy, TaskResult, Wait, failure, run_each
 from lagless.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 
-class Completion(NamedTuple):
-    """A record that finished (or whose worker broke: ``fatal`` says why)."""
+Runner = Callable[[Any, Sequence[Record], RetryPolicy, Wait], TaskResult]
 
-    record: Record
+THREAD_TASK_S = 0.001  # per-record handlers: records per task so one task takes about this
+PROCESS_TASK_S = 0.02  # ... in a process (a task crosses as one pickle each way)
+ASYNC_TASK_S = 0.001  # ... on the event loop (a task's records are awaited one by one)
+
+
+class Completion(NamedTuple):
+    """A task that finished (or whose worker broke: ``fatal`` says why, and ``result`` then
+    says which of its records finished before, if known; the others are abandoned)."""
+
+    records: list[Record]
     epoch: int
-    outcome: Outcome | None
+    result: TaskResult | None
     fatal: str | None = None
+    fatal_at: int = 0  # with ``fatal``: the position in the task of the record it ran
 
 
 class Workers(Protocol):
-    def submit(self, record: Record, epoch: int) -> None: ...
+    task_s: float  # how long one task of a per-record handler should take
+
+    def submit(self, records: list[Record], epoch: int) -> None: ...
 
     def abort(self) -> None:
         """Stop retry backoffs early (the engine is stopping)."""
@@ -49,17 +63,21 @@ class Workers(Protocol):
 class ThreadWorkers:
     """``size`` threads running the handler."""
 
+    task_s = THREAD_TASK_S
+
     def __init__(
         self,
         size: int,
-        handler: Handler,
+        handler: Any,
+        run: Runner,
         policy: RetryPolicy,
         completions: SimpleQueue[object],
     ) -> None:
         self._handler = handler
+        self._run = run
         self._policy = policy
         self._completions = completions
-        self._tasks: SimpleQueue[tuple[Record, int] | None] = SimpleQueue()
+        self._tasks: SimpleQueue[tuple[list[Record], int] | None] = SimpleQueue()
         self._stopping = threading.Event()
         self._threads = [
             threading.Thread(target=self._work, name=f"lagless-worker-{i}", daemon=True)
@@ -68,8 +86,8 @@ class ThreadWorkers:
         for thread in self._threads:
             thread.start()
 
-    def submit(self, record: Record, epoch: int) -> None:
-        self._tasks.put((record, epoch))
+    def submit(self, records: list[Record], epoch: int) -> None:
+        self._tasks.put((records, epoch))
 
     def abort(self) -> None:
         self._stopping.set()
@@ -84,19 +102,23 @@ class ThreadWorkers:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def _work(self) -> None:
+        handler, run, policy, wait = self._handler, self._run, self._policy, self._stopping.wait
+        put = self._completions.put
         while (task := self._tasks.get()) is not None:
-            record, epoch = task
-            outcome = execute(self._handler, record, self._policy, self._stopping.wait)
-            self._completions.put(Completion(record, epoch, outcome))
+            records, epoch = task
+            put(Completion(records, epoch, run(handler, records, policy, wait)))
 
 
-_STOP: Any = None  # in a pool process: the engine's "stopping" event (see _init_process)
+# in a pool process: the engine's "stopping" event and the tasks' progress (see _init_process)
+_STOP: Any = None
+_PROGRESS: Any = None
 
 
-def _init_process(stop: Any) -> None:
+def _init_process(stop: Any, progress: Any) -> None:
     """A pool process: Ctrl-C is the engine's to handle (a record must not fail of it)."""
-    global _STOP  # noqa: PLW0603 - one per process, set once by the pool's initializer
+    global _STOP, _PROGRESS  # noqa: PLW0603 - one per process, set once by the initializer
     _STOP = stop
+    _PROGRESS = progress
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -105,27 +127,43 @@ def _stop_wait(seconds: float) -> bool:
     return bool(_STOP is not None and _STOP.wait(seconds))
 
 
-def execute_in_process(handler: Handler, record: Record, policy: RetryPolicy) -> Outcome:
-    """:func:`execute` in a pool process, its backoffs cut short when the engine stops."""
-    return execute(handler, record, policy, _stop_wait)
+def run_in_process(
+    run: Runner, handler: Any, records: Sequence[Record], policy: RetryPolicy, slot: int
+) -> TaskResult:
+    """A task in a pool process, its backoffs cut short when the engine stops. A per-record
+    task notes its progress in its ``slot`` of the shared progress array (-1: none), so the
+    engine knows where a process that died stood."""
+    if run is run_each and slot >= 0 and _PROGRESS is not None:
+        progress = _PROGRESS
+
+        def started(index: int, ok: int) -> None:
+            progress[2 * slot] = index
+            progress[2 * slot + 1] = ok
+
+        return run_each(handler, records, policy, _stop_wait, started)
+    return run(handler, records, policy, _stop_wait)
 
 
 class ProcessWorkers:
     """A pool of ``size`` processes (spawned) running a picklable handler.
 
     Budgets hold as with threads: :meth:`abort` cuts retry backoffs short (an event shared
-    with the processes) and cancels records not yet started; :meth:`close` waits up to its
+    with the processes) and cancels tasks not yet started; :meth:`close` waits up to its
     timeout, then terminates the processes still running a handler (their records are
     abandoned, never committed). A process that dies fails the run with one line naming the
-    record it was running.
+    record it was running; the records of its task that had succeeded before still count.
     """
+
+    task_s = PROCESS_TASK_S
 
     def __init__(
         self,
         size: int,
-        handler: Handler,
+        handler: Any,
+        run: Runner,
         policy: RetryPolicy,
         completions: SimpleQueue[object],
+        slots: int = 1024,
     ) -> None:
         try:
             pickle.dumps(handler)
@@ -134,40 +172,70 @@ class ProcessWorkers:
                 f"handler cannot run in processes (not picklable: {exc}); use a module function"
             ) from None
         self._handler = handler
+        self._run = run
         self._policy = policy
         self._completions = completions
         context = multiprocessing.get_context("spawn")
         self._stop = context.Event()
+        self._progress = context.RawArray("q", 2 * slots)  # per slot: running, ok before
+        self._free = list(range(slots - 1, -1, -1))
         self._closing = False
-        self._futures: set[Future[Outcome]] = set()
+        self._futures: set[Future[TaskResult]] = set()
         self._pool = ProcessPoolExecutor(
-            size, mp_context=context, initializer=_init_process, initargs=(self._stop,)
+            size,
+            mp_context=context,
+            initializer=_init_process,
+            initargs=(self._stop, self._progress),
         )
 
-    def submit(self, record: Record, epoch: int) -> None:
+    def submit(self, records: list[Record], epoch: int) -> None:
+        slot = self._free.pop() if self._free else -1
+        if slot >= 0:
+            self._progress[2 * slot] = self._progress[2 * slot + 1] = 0
         try:
-            future = self._pool.submit(execute_in_process, self._handler, record, self._policy)
+            future = self._pool.submit(
+                run_in_process, self._run, self._handler, records, self._policy, slot
+            )
         except (BrokenProcessPool, RuntimeError) as exc:  # broken, or shut down
-            self._completions.put(Completion(record, epoch, None, fatal=_pool_error(exc)))
+            self._release(slot)
+            self._completions.put(Completion(records, epoch, None, fatal=_pool_error(exc)))
             return
         self._futures.add(future)
-        future.add_done_callback(lambda fut: self._done(fut, record, epoch))
+        future.add_done_callback(lambda fut: self._done(fut, records, epoch, slot))
 
-    def _done(self, fut: Future[Outcome], record: Record, epoch: int) -> None:
+    def _release(self, slot: int) -> None:
+        if slot >= 0:
+            self._free.append(slot)
+
+    def _done(self, fut: Future[TaskResult], records: list[Record], epoch: int, slot: int) -> None:
         self._futures.discard(fut)
         if fut.cancelled():  # not started before the engine stopped: abandoned
-            self._completions.put(Completion(record, epoch, None))
+            self._release(slot)
+            self._completions.put(Completion(records, epoch, None))
             return
         exc = fut.exception()
         if exc is None:
-            self._completions.put(Completion(record, epoch, fut.result()))
+            self._release(slot)
+            self._completions.put(Completion(records, epoch, fut.result()))
         elif self._closing:  # terminated at close: abandoned, the next owner re-runs it
-            self._completions.put(Completion(record, epoch, None))
+            self._release(slot)
+            self._completions.put(Completion(records, epoch, None))
         else:  # the run fails with this, one line naming the record
-            self._completions.put(Completion(record, epoch, None, fatal=_pool_error(exc)))
+            at, ok = (
+                (int(self._progress[2 * slot]), int(self._progress[2 * slot + 1]))
+                if slot >= 0
+                else (0, 0)
+            )
+            self._release(slot)
+            at = min(at, len(records) - 1)
+            self._completions.put(
+                Completion(
+                    records, epoch, _succeeded_before(records, ok, exc), _pool_error(exc), at
+                )
+            )
 
     def abort(self) -> None:
-        """Cut backoffs short in every process; cancel records not started yet."""
+        """Cut backoffs short in every process; cancel tasks not started yet."""
         self._stop.set()
         for future in list(self._futures):
             future.cancel()
@@ -189,6 +257,15 @@ class ProcessWorkers:
             process.join(timeout=max(0.1, deadline - time.monotonic()))
 
 
+def _succeeded_before(records: list[Record], ok: int, exc: BaseException) -> TaskResult:
+    """A broken task's result: its first ``ok`` records succeeded, the others are abandoned
+    (not finished: the next owner runs them again)."""
+    abandoned: dict[int, Outcome] = {
+        i: failure(exc, 0, 0.0, aborted=True) for i in range(ok, len(records))
+    }
+    return TaskResult(time.time(), [], abandoned)
+
+
 def _pool_error(exc: BaseException) -> str:
     """One line about a broken pool."""
     if isinstance(exc, BrokenProcessPool):
@@ -199,12 +276,13 @@ def _pool_error(exc: BaseException) -> str:
 def make_workers(
     processes: int,
     threads: int,
-    handler: Handler,
+    handler: Any,
+    batch: bool,
     policy: RetryPolicy,
     completions: SimpleQueue[object],
 ) -> Workers:
-    """Where ``handler`` runs: an event loop if it is ``async def``, else processes or
-    threads."""
+    """Where ``handler`` runs, per record or per batch when ``batch``: an event loop if it is
+    ``async def``, else processes or threads."""
     from lagless.engine.aio import AsyncWorkers, is_async  # aio builds on this module
 
     if is_async(handler):
@@ -213,7 +291,8 @@ def make_workers(
                 "an async handler runs on the engine's event loop: --processes is for "
                 "blocking, CPU-bound handlers"
             )
-        return AsyncWorkers(handler, policy, completions)
+        return AsyncWorkers(handler, batch, policy, completions)
+    run: Runner = run_batch if batch else run_each
     if processes:
-        return ProcessWorkers(processes, handler, policy, completions)
-    return ThreadWorkers(threads, handler, policy, completions)
+        return ProcessWorkers(processes, handler, run, policy, completions)
+    return ThreadWorkers(threads, handler, run, policy, completions)

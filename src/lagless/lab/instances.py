@@ -83,9 +83,10 @@ class Instance:
         ]  # fmt: skip
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.started_at = time.time()
-        with (self.directory / "stdout.json").open("wb") as out, (
-            self.directory / "stderr.log"
-        ).open("wb") as err:
+        with (
+            (self.directory / "stdout.json").open("wb") as out,
+            (self.directory / "stderr.log").open("wb") as err,
+        ):
             self.proc = subprocess.Popen(
                 command, stdout=out, stderr=err, env=env,
                 preexec_fn=stop_with_parent,  # noqa: PLW1509 (one system call, no locks)

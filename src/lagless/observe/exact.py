@@ -34,6 +34,13 @@ class ExactValues:
         else:
             self.overflow = True
 
+    def add_many(self, values: Sequence[float]) -> None:
+        room = CAPACITY - len(self._values)
+        if len(values) > room:
+            self.overflow = True
+            values = values[: max(room, 0)]
+        self._values.extend(values)
+
     def drain(self) -> tuple[list[float], bool]:
         """The values since the last drain, and whether all of them were kept."""
         out = []

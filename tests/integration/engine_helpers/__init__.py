@@ -3,6 +3,7 @@ engine configs with test timings, and ``lagless consume`` subprocesses."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from lagless.engine import EngineConfig, Record
+from lagless.kafka.admin import committed_offsets
 from lagless.produce.producer import run_load
 from lagless.produce.workloads import ID_HEADER, OutRecord, Workload, WorkloadSpec, generate
 
 REPO = Path(__file__).resolve().parents[3]
 LAGLESS = str(Path(sys.executable).parent / "lagless")
 LEDGER_HANDLER = "tests.integration.engine_helpers.ledger:handle"
+LEDGER_BATCH_HANDLER = "tests.integration.engine_helpers.ledger:handle_batch"
 
 # Tansu holds a JoinGroup for session.timeout.ms / 2: keep sessions short in tests.
 GROUP_TIMINGS: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1500}
@@ -168,3 +171,41 @@ def finish(proc: subprocess.Popen[str], timeout: float) -> tuple[int, str, str]:
             f"consumer did not finish in {timeout} s; stderr: {err[-2000:]}"
         ) from None
     return proc.returncode, out, err
+
+
+def kill_and_restart(
+    conf: Mapping[str, Any],
+    cmd: list[str],
+    ids: list[str],
+    tmp_path: Path,
+    *,
+    topic: str,
+    group: str,
+    kill_after: int,
+    duplicates_bound: int,
+) -> None:
+    """Run ``cmd`` (a ledger-handler consumer), SIGKILL it once ``kill_after`` records are in
+    its ledger, run it again to the end: every id processed, duplicates within the bound, the
+    second run's summary counting what it did, everything committed."""
+    first_ledger, second_ledger = tmp_path / "first", tmp_path / "second"
+    first = spawn(cmd, first_ledger)
+    try:
+        done = wait_for_lines(first_ledger, kill_after, timeout=60)
+        assert done >= kill_after, f"the consumer processed only {done} records in 60 s"
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.communicate(timeout=10)
+    assert sum(read_ledgers([first_ledger]).values()) < len(ids), "killed mid-work"
+    assert committed_offsets(conf, group, [topic]), "progress was committed before the kill"
+
+    second = spawn(cmd, second_ledger)
+    code, out, err = finish(second, timeout=120)
+    assert code == 0, err[-2000:]
+    summary = json.loads(out)
+
+    ledger = read_ledgers([first_ledger, second_ledger])
+    assert set(ledger) == set(ids), f"lost {sorted(set(ids) - set(ledger))[:10]}"
+    duplicates = sum(ledger.values()) - len(ids)
+    assert duplicates <= duplicates_bound, duplicates
+    assert summary["processed"] == sum(read_ledgers([second_ledger]).values())
+    assert sum(committed_offsets(conf, group, [topic]).values()) == len(ids)

@@ -1,13 +1,14 @@
 """A handler for subprocess tests: does the job (sleeps ``sleep_ms``), then appends the
 record's id to the file named by ``$LAGLESS_LEDGER`` (one O_APPEND write a line, so it is
 safe from several threads and processes and survives a SIGKILL of the writer).
-``$LAGLESS_POISON`` names ids that always fail."""
+``$LAGLESS_POISON`` names ids that always fail. :func:`handle_batch` is the batch form."""
 
 from __future__ import annotations
 
 import json
 import os
 import time
+from collections.abc import Sequence
 
 from lagless.engine.record import Record
 from lagless.produce.workloads import ID_HEADER
@@ -22,5 +23,21 @@ def handle(record: Record) -> None:
     fd = os.open(os.environ["LAGLESS_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, rid + b"\n")
+    finally:
+        os.close(fd)
+
+
+def handle_batch(records: Sequence[Record]) -> None:
+    """The batch form: does each job in turn, then appends the batch's ids in one write."""
+    for record in records:
+        rid = record.header(ID_HEADER) or b"?"
+        if rid.decode() in os.environ.get("LAGLESS_POISON", "").split(","):
+            raise RuntimeError(f"poison record {rid.decode()}")
+        doc = json.loads(record.value or b"{}")
+        time.sleep(float(doc.get("sleep_ms", 0)) / 1000.0)
+    line = b"".join((r.header(ID_HEADER) or b"?") + b"\n" for r in records)
+    fd = os.open(os.environ["LAGLESS_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
     finally:
         os.close(fd)

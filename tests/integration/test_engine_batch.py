@@ -1,0 +1,216 @@
+"""Batch handlers on the real broker: every ordering mode processes every record once and
+keeps its order promise with batches; a failing record inside a batch ends in the DLQ alone
+while the rest of its batch is committed; SIGKILL mid-batch and a restart lose nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lagless.engine import Ordering, Record, run_engine
+from lagless.engine.dlq import H_ATTEMPTS, H_ERROR
+from lagless.kafka.admin import committed_offsets
+from lagless.kafka.reader import read_all
+from lagless.kafka.records import header
+from lagless.produce.workloads import ID_HEADER
+from tests.conftest import Cluster
+from tests.integration.engine_helpers import (
+    LEDGER_BATCH_HANDLER,
+    assert_exactly_once,
+    consume_cmd,
+    engine_config,
+    kill_and_restart,
+    produce_jobs,
+    record_id,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass(frozen=True)
+class Call:
+    """One batch handler call: its records and when it ran."""
+
+    records: tuple[Record, ...]
+    started: float
+    ended: float
+
+
+class Calls:
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self._lock = threading.Lock()
+
+    def add(self, records: Sequence[Record], started: float) -> None:
+        with self._lock:
+            self.calls.append(Call(tuple(records), started, time.monotonic()))
+
+    def ids(self) -> list[str]:
+        return [record_id(r) for c in self.calls for r in c.records]
+
+
+def assert_one_at_a_time(calls: list[Call], what: str) -> None:
+    """Calls holding ``what`` never overlap."""
+    calls = sorted(calls, key=lambda c: c.started)
+    for before, after in itertools.pairwise(calls):
+        assert after.started >= before.ended, f"{what}: two batches in flight at once"
+
+
+@pytest.mark.parametrize("ordering", list(Ordering))
+def test_batches_process_every_record_once_and_keep_each_mode_order(
+    cluster: Cluster, make_topic: Callable[..., str], group: str, ordering: Ordering
+) -> None:
+    topic = make_topic(partitions=3)
+    ids = produce_jobs(cluster.conf, topic, 300, sleep_ms=(0, 1), keys=6)
+    calls = Calls()
+
+    def handle(records: Sequence[Record]) -> None:
+        started = time.monotonic()
+        time.sleep(0.002)
+        calls.add(records, started)
+
+    config = engine_config(
+        topic, group, ordering=ordering, batch_size=20, batch_linger_ms=20, max_in_flight=8
+    )
+    summary = run_engine(cluster.conf, config, handle)
+
+    assert_exactly_once(Counter(calls.ids()), ids)
+    assert summary.processed == summary.ok == 300
+    assert all(1 <= len(c.records) <= 20 for c in calls.calls)
+    assert max(len(c.records) for c in calls.calls) > 1, "records came in batches"
+    for call in calls.calls:
+        assert len({r.partition for r in call.records}) == 1, "a batch holds one partition"
+    by_partition: dict[int, list[Call]] = defaultdict(list)
+    by_key: dict[tuple[int, bytes | None], list[Call]] = defaultdict(list)
+    for call in calls.calls:
+        offsets = [r.offset for r in call.records]
+        by_partition[call.records[0].partition].append(call)
+        for key in {r.key for r in call.records}:
+            by_key[(call.records[0].partition, key)].append(call)
+        if ordering is not Ordering.UNORDERED:
+            assert offsets == sorted(offsets), f"a batch in offset order: {offsets}"
+        if ordering is Ordering.PARTITION:
+            assert offsets == list(range(offsets[0], offsets[0] + len(offsets))), (
+                f"a partition batch holds consecutive records: {offsets}"
+            )
+    if ordering is Ordering.PARTITION:
+        for p, held in by_partition.items():
+            assert_one_at_a_time(held, f"partition {p}")
+            seen = [r.offset for c in sorted(held, key=lambda c: c.started) for r in c.records]
+            assert seen == sorted(seen), f"partition {p} out of order"
+    elif ordering is Ordering.KEY:
+        for k, held in by_key.items():
+            assert_one_at_a_time(held, f"key {k}")
+            seen = [
+                r.offset
+                for c in sorted(held, key=lambda c: c.started)
+                for r in c.records
+                if (r.partition, r.key) == k
+            ]
+            assert seen == sorted(seen), f"key {k} out of order"
+        assert summary.max_in_flight_seen > 3, "batches of one partition ran side by side"
+
+
+@pytest.mark.parametrize("how", ["raises", "names"])
+def test_a_failing_record_in_a_batch_goes_to_the_dlq_alone_and_the_rest_is_committed(
+    cluster: Cluster, make_topic: Callable[..., str], group: str, how: str
+) -> None:
+    topic = make_topic(partitions=1)
+    dlq = make_topic(partitions=1)
+    ids = produce_jobs(cluster.conf, topic, 60, sleep_ms=(0, 1))
+    poison = ids[17]
+    calls = Calls()
+
+    def handle(records: Sequence[Record]) -> dict[Record, Exception] | None:
+        started = time.monotonic()
+        bad = [r for r in records if record_id(r) == poison]
+        if bad and how == "raises":
+            raise RuntimeError("a record of this batch is poison")
+        calls.add([r for r in records if r not in bad], started)
+        return {bad[0]: ValueError(f"poison {poison}")} if bad else None
+
+    config = engine_config(
+        topic, group, dlq_topic=dlq, batch_size=10, batch_linger_ms=50,
+        retries=1, retry_backoff_s=0.01,
+    )  # fmt: skip
+    summary = run_engine(cluster.conf, config, handle)
+
+    good = [i for i in ids if i != poison]
+    assert_exactly_once(Counter(calls.ids()), good)
+    assert (summary.processed, summary.ok, summary.dlq) == (60, 59, 1)
+    letters = list(read_all(cluster.conf, dlq))
+    assert [header(m, ID_HEADER) for m in letters] == [poison.encode()], "the poison alone"
+    attempts = int(header(letters[0], H_ATTEMPTS) or b"0")
+    if how == "names":
+        assert header(letters[0], H_ERROR) == f"poison {poison}".encode()
+        assert attempts == 2, "named failures are retried alone, then final"
+    else:
+        assert header(letters[0], H_ERROR) == b"a record of this batch is poison"
+        assert attempts >= 3, "2 batch attempts, then at least one split call"
+    assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): 60}
+
+
+PARTITIONS = 3
+MAX_PENDING = 10
+
+
+@pytest.mark.slow
+def test_sigkill_mid_batch_then_restart_loses_nothing(
+    cluster: Cluster, make_topic: Callable[..., str], group: str, tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=PARTITIONS)
+    ids = produce_jobs(cluster.conf, topic, 600, sleep_ms=(5, 15))
+    cmd = consume_cmd(
+        cluster.bootstrap, topic, group,
+        "--handler", LEDGER_BATCH_HANDLER, "--batch-size", "5", "--batch-linger-ms", "20",
+        "--ordering", "partition", "--max-pending", str(MAX_PENDING), "--commit-every", "1",
+        "--on-failure", "stop", "--until-idle", "3", "--json",
+    )  # fmt: skip
+    kill_and_restart(
+        cluster.conf, cmd, ids, tmp_path, topic=topic, group=group, kill_after=100,
+        duplicates_bound=PARTITIONS * MAX_PENDING,
+    )  # fmt: skip
+
+
+def test_async_batches_process_every_record_once_and_keep_key_order(
+    cluster: Cluster, make_topic: Callable[..., str], group: str
+) -> None:
+    topic = make_topic(partitions=3)
+    ids = produce_jobs(cluster.conf, topic, 300, sleep_ms=(0, 1), keys=6)
+    calls = Calls()
+
+    async def handle(records: Sequence[Record]) -> None:
+        started = time.monotonic()
+        await asyncio.sleep(0.002)
+        calls.add(records, started)
+
+    config = engine_config(
+        topic, group, ordering=Ordering.KEY, batch_size=20, batch_linger_ms=20, max_in_flight=8
+    )
+    summary = run_engine(cluster.conf, config, handle)
+
+    assert_exactly_once(Counter(calls.ids()), ids)
+    assert summary.processed == summary.ok == 300
+    assert max(len(c.records) for c in calls.calls) > 1, "records came in batches"
+    by_key: dict[tuple[int, bytes | None], list[Call]] = defaultdict(list)
+    for call in calls.calls:
+        assert len({r.partition for r in call.records}) == 1, "a batch holds one partition"
+        for key in {r.key for r in call.records}:
+            by_key[(call.records[0].partition, key)].append(call)
+    for k, held in by_key.items():
+        assert_one_at_a_time(held, f"key {k}")
+        seen = [
+            r.offset
+            for c in sorted(held, key=lambda c: c.started)
+            for r in c.records
+            if (r.partition, r.key) == k
+        ]
+        assert seen == sorted(seen), f"key {k} out of order"
