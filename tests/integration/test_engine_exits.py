@@ -85,7 +85,7 @@ def test_a_failure_exit_prints_the_summary_with_the_error(
             "partition", "--retries", "0", "--on-failure", "stop", "--json",
         ),
         tmp_path / "ledger",
-        LAGLESS_POISON=ids[0],
+        LAGLESS_TEST_POISON=ids[0],
     )  # fmt: skip
     code, out, err = finish(proc, timeout=60)
     assert code == 1, err[-2000:]

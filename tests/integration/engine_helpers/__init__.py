@@ -141,7 +141,7 @@ def consume_cmd(bootstrap: str, topic: str, group: str, *args: str) -> list[str]
 
 def spawn(cmd: list[str], ledger: Path, **env: str) -> subprocess.Popen[str]:
     """Start a ``lagless consume`` whose ledger handler writes to ``ledger``."""
-    full_env = {**os.environ, "PYTHONPATH": str(REPO), "LAGLESS_LEDGER": str(ledger), **env}
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), "LAGLESS_TEST_LEDGER": str(ledger), **env}
     full_env.pop("LAGLESS_BOOTSTRAP", None)
     return subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env

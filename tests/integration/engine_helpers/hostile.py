@@ -24,8 +24,8 @@ def die(record: Record) -> None:
 
 
 def note_then_hang(record: Record) -> None:
-    """Append the record's offset to ``$LAGLESS_LEDGER``, then never finish."""
-    fd = os.open(os.environ["LAGLESS_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    """Append the record's offset to ``$LAGLESS_TEST_LEDGER``, then never finish."""
+    fd = os.open(os.environ["LAGLESS_TEST_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, f"{record.offset}\n".encode())
     finally:
