@@ -19,10 +19,11 @@ java:
 demo: $(STAMP) java
 	$(BIN)/lagless demo
 
+# the integration tests mostly wait on the broker (group joins): three files run at once
 test: $(STAMP) java
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile tests
 
 bench: $(STAMP)
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b; done

@@ -20,8 +20,8 @@ from lagless.config import KafkaSettings, load_settings
 from lagless.connect import resolve
 from lagless.kafka.admin import check_reachable
 
-err_console = Console(stderr=True)
-out_console = Console()
+err_console = Console(stderr=True, soft_wrap=True)  # lines are never hard-wrapped
+out_console = Console(soft_wrap=True)  # piped output stays one line per line
 
 
 @dataclass(frozen=True)
