@@ -20,8 +20,7 @@ from typing import IO
 
 from lagless.engine.record import Record
 from lagless.errors import LaglessError
-
-ID_HEADER = "lagless-id"
+from lagless.produce.workloads import ID_HEADER
 
 
 @dataclass(frozen=True, slots=True)

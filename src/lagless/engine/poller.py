@@ -93,7 +93,8 @@ class Engine(Rebalancing, Completing, Committing, Watching):
             self._started = self._last_activity = time.monotonic()
             self._policy.start(self._started)
             while not self._should_stop():
-                self.health.last_turn = turn = time.monotonic()
+                turn = time.monotonic()
+                self.health.turned(turn)
                 if not self._ready_emitted and self.health.is_ready(turn):
                     self._ready_emitted = True
                     self._emit(EventKind.READY)

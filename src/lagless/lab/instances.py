@@ -66,7 +66,6 @@ class Instance:
     started_at: float = 0.0
     stop_sent_at: float | None = None
     exited_at: float | None = None  # when the lab first saw the process gone
-    ever_ready: bool = False
     ready_since: float | None = None  # monotonic: ready without a break since
 
     @property
@@ -111,7 +110,6 @@ class Instance:
         """Its ``/readyz`` says ready now."""
         doc = self.probe()
         ok = bool(doc and doc.get("ready"))
-        self.ever_ready = self.ever_ready or ok
         if not ok:
             self.ready_since = None
         elif self.ready_since is None:

@@ -20,7 +20,7 @@ hand-made data) and :mod:`lagless.lab.page` into the HTML page.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -35,7 +35,7 @@ LEDGER_FILE = "ledger.tsv"
 __all__ = [  # EVENTS_FILE and EventKind are the engine's (lagless.engine.events)
     "EVENTS_FILE", "LEDGER_FILE", "EventKind", "InstanceEvent", "LagSample", "Measures",
     "Ownership", "Percentiles", "Processed", "Produced", "ScenarioData", "ScenarioReport", "Stat",
-    "Trigger", "TriggerKind", "Window", "read_events", "read_ledger", "write_events",
+    "Trigger", "TriggerKind", "Window", "read_events", "read_ledger",
 ]  # fmt: skip
 
 
@@ -202,12 +202,6 @@ class ScenarioData:
 
 
 # -- files ----------------------------------------------------------------------------------
-
-
-def write_events(path: Path, events: Iterable[InstanceEvent]) -> None:
-    with path.open("w", encoding="utf-8") as fh:
-        for event in events:
-            fh.write(json.dumps(event.to_json()) + "\n")
 
 
 def read_events(path: Path) -> list[InstanceEvent]:
