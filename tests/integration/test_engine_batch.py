@@ -57,6 +57,19 @@ class Calls:
         return [record_id(r) for c in self.calls for r in c.records]
 
 
+def assert_key_order(by_key: dict[tuple[int, bytes | None], list[Call]]) -> None:
+    """Per (partition, key): one batch at a time, its records in offset order."""
+    for k, held in by_key.items():
+        assert_one_at_a_time(held, f"key {k}")
+        seen = [
+            r.offset
+            for c in sorted(held, key=lambda c: c.started)
+            for r in c.records
+            if (r.partition, r.key) == k
+        ]
+        assert seen == sorted(seen), f"key {k} out of order"
+
+
 def assert_one_at_a_time(calls: list[Call], what: str) -> None:
     """Calls holding ``what`` never overlap."""
     calls = sorted(calls, key=lambda c: c.started)
@@ -107,15 +120,7 @@ def test_batches_process_every_record_once_and_keep_each_mode_order(
             seen = [r.offset for c in sorted(held, key=lambda c: c.started) for r in c.records]
             assert seen == sorted(seen), f"partition {p} out of order"
     elif ordering is Ordering.KEY:
-        for k, held in by_key.items():
-            assert_one_at_a_time(held, f"key {k}")
-            seen = [
-                r.offset
-                for c in sorted(held, key=lambda c: c.started)
-                for r in c.records
-                if (r.partition, r.key) == k
-            ]
-            assert seen == sorted(seen), f"key {k} out of order"
+        assert_key_order(by_key)
         assert summary.max_in_flight_seen > 3, "batches of one partition ran side by side"
 
 
@@ -205,12 +210,4 @@ def test_async_batches_process_every_record_once_and_keep_key_order(
         assert len({r.partition for r in call.records}) == 1, "a batch holds one partition"
         for key in {r.key for r in call.records}:
             by_key[(call.records[0].partition, key)].append(call)
-    for k, held in by_key.items():
-        assert_one_at_a_time(held, f"key {k}")
-        seen = [
-            r.offset
-            for c in sorted(held, key=lambda c: c.started)
-            for r in c.records
-            if (r.partition, r.key) == k
-        ]
-        assert seen == sorted(seen), f"key {k} out of order"
+    assert_key_order(by_key)

@@ -21,11 +21,12 @@ from typing import Any
 import confluent_kafka
 from confluent_kafka import KafkaException
 
+from lagless.broker.embedded import tansu_binary
+from lagless.broker.mock import MOCK_CLUSTER_ID_PREFIX
 from lagless.errors import ClusterError, LaglessError
 from lagless.kafka.clients import make_consumer, make_producer
 
 TANSU_CLUSTER_ID = "tansu_cluster"
-MOCK_CLUSTER_PREFIX = "mockCluster"
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,15 @@ class ClusterInfo:
     cluster_id: str | None
     brokers: int
     bootstrap: str
+
+    @property
+    def is_tansu(self) -> bool:
+        return self.cluster_id == TANSU_CLUSTER_ID
+
+    @property
+    def is_mock(self) -> bool:
+        """librdkafka's mock cluster (no admin API; topics auto-created)."""
+        return bool(self.cluster_id and self.cluster_id.startswith(MOCK_CLUSTER_ID_PREFIX))
 
     @property
     def name(self) -> str:
@@ -53,8 +63,6 @@ class ClusterInfo:
 
 
 def tansu_version() -> str | None:
-    from lagless.broker.embedded import tansu_binary
-
     try:
         binary = str(tansu_binary())
         out = subprocess.run(
@@ -78,7 +86,7 @@ def describe_cluster(conf: Mapping[str, Any], timeout: float = 10.0) -> ClusterI
     bootstrap = str(conf.get("bootstrap.servers", ""))
     if cluster_id == TANSU_CLUSTER_ID:
         return ClusterInfo("Tansu", tansu_version(), cluster_id, brokers, bootstrap)
-    if cluster_id and cluster_id.startswith(MOCK_CLUSTER_PREFIX):
+    if cluster_id and cluster_id.startswith(MOCK_CLUSTER_ID_PREFIX):
         lib = confluent_kafka.libversion()[0]
         return ClusterInfo(f"librdkafka {lib} mock cluster", None, cluster_id, brokers, bootstrap)
     return ClusterInfo("Kafka-protocol cluster", None, cluster_id, brokers, bootstrap)

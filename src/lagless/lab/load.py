@@ -35,7 +35,6 @@ class Load:
     ) -> None:
         self.topic = topic
         self.rate = rate
-        self.produced: list[Produced] = []
         self.failed = 0
         self.first_error: str | None = None
         self._spec = WorkloadSpec(
@@ -46,7 +45,7 @@ class Load:
         )
         self._lock = threading.Lock()
         self._ends: dict[int, int] = {}
-        self._ts: dict[tuple[int, int], float] = {}
+        self._acked: dict[tuple[int, int], Produced] = {}  # (partition, offset) -> record
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lagless-lab-load", daemon=True)
 
@@ -62,6 +61,12 @@ class Load:
             self.failed += left
             self.first_error = self.first_error or f"{left} records undelivered at the end"
 
+    @property
+    def produced(self) -> list[Produced]:
+        """Every record acknowledged so far."""
+        with self._lock:
+            return list(self._acked.values())
+
     def ends(self) -> dict[int, int]:
         """Each partition's log end as acknowledged so far (offset of the last record + 1)."""
         with self._lock:
@@ -70,7 +75,8 @@ class Load:
     def timestamp_ms(self, partition: int, offset: int) -> float | None:
         """The timestamp of the acknowledged record at ``partition``/``offset``."""
         with self._lock:
-            return self._ts.get((partition, offset))
+            record = self._acked.get((partition, offset))
+        return None if record is None else record.ts_ms
 
     def _run(self) -> None:
         started = time.monotonic()
@@ -106,7 +112,6 @@ class Load:
         partition, offset = msg.partition() or 0, msg.offset() or 0
         ts = float(ts_ms)
         with self._lock:
-            self.produced.append(Produced(rid, partition, offset, ts))
-            self._ts[(partition, offset)] = ts
+            self._acked[(partition, offset)] = Produced(rid, partition, offset, ts)
             if offset + 1 > self._ends.get(partition, 0):
                 self._ends[partition] = offset + 1

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lagless.broker.mock import AUTO_PARTITIONS
 from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.admin import create_topic, delete_topic
 from lagless.kafka.cluster import ClusterInfo, supports_kip848
@@ -50,7 +51,6 @@ log = logging.getLogger(__name__)
 
 TICK_S = 0.25
 SETTLE_HOLD_S = 5.0  # the lag must stay at its warm-up level this long to end the cool-down
-MOCK_PARTITIONS = 4
 
 
 @dataclass(frozen=True)
@@ -108,11 +108,11 @@ ShowFn = Callable[[Status], None]
 def broker_notes(cluster: ClusterInfo, scenario: Scenario) -> list[str]:
     """Deviations of the cluster that change what a scenario shows (measured: docs/broker.md)."""
     notes: list[str] = []
-    if cluster.product.startswith("librdkafka") and scenario.classic:
+    if cluster.is_mock and scenario.classic:
         notes.append("the mock cluster waits session.timeout.ms - 1 s in every classic rebalance")
         if scenario.static:
             notes.append("the mock cluster's classic protocol ignores static membership")
-    if cluster.product != "Tansu":
+    if not cluster.is_tansu:
         return notes
     if scenario.classic:
         hold = scenario.session_ms // 2000
@@ -171,7 +171,7 @@ class ScenarioRun:
                 "static: an instance is replaced in place (same group.instance.id): "
                 "--max-surge must be 0"
             )
-        self.mock = cluster.product.startswith("librdkafka")
+        self.mock = cluster.is_mock
         self.partitions = config.partitions
         self.instances: list[Instance] = []
         self.triggers: list[Trigger] = []
@@ -197,10 +197,10 @@ class ScenarioRun:
     def run(self) -> tuple[ScenarioReport, ScenarioData | None]:
         """Run the scenario; its report (``failed`` set if it could not finish) and data."""
         if self.mock:
-            if self.partitions != MOCK_PARTITIONS:
+            if self.partitions != AUTO_PARTITIONS:
                 raise ConfigError(
                     f"the mock cluster has no admin API: topics are auto-created with "
-                    f"{MOCK_PARTITIONS} partitions; run with --partitions {MOCK_PARTITIONS}"
+                    f"{AUTO_PARTITIONS} partitions; run with --partitions {AUTO_PARTITIONS}"
                 )
         else:
             create_topic(self.conf, self.topic, self.partitions)
@@ -457,7 +457,7 @@ class ScenarioRun:
             run_start=triggers[0].ts if triggers else time.time(),
             run_end=time.time(),
             partitions=self.partitions,
-            produced=list(load.produced),
+            produced=load.produced,
             lag=list(sampler.samples),
             triggers=triggers,
             windows=list(self.windows),
