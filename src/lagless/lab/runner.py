@@ -23,7 +23,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -250,12 +250,9 @@ class ScenarioRun:
         notes = list(self.notes)
         if load.failed:
             notes.append(f"{load.failed} records failed to produce: {load.first_error}")
-        base = self.report(supported=True, note="; ".join(notes) or None)
-        report = ScenarioReport(
-            **{
-                **base.__dict__, "measures": measure(data), "committed_to_end": committed_to_end,
-                "failed": failure,
-            }
+        report = replace(
+            self.report(supported=True, note="; ".join(notes) or None),
+            measures=measure(data), committed_to_end=committed_to_end, failed=failure,
         )  # fmt: skip
         return report, data
 
@@ -296,7 +293,7 @@ class ScenarioRun:
         """Start, warm up, roll K times, cool down; LaglessError when an instance fails."""
         config = self.config
         self.phase(f"starting {config.instances} instances")
-        first = [self._start(slot, 0, rollout=0) for slot in range(config.instances)]
+        first = [self._start(slot, rollout=0) for slot in range(config.instances)]
         start = time.time()
         self._wait(lambda: all(self._is_ready(i) for i in first) and self._all_consumed(),
                    sampler, config.step_timeout_s, "the service never became ready")  # fmt: skip
@@ -319,8 +316,9 @@ class ScenarioRun:
             self.windows.append(Window("cool-down", cool_start, time.time()))
         self._check_instances()
 
-    def _start(self, slot: int, gen: int, rollout: int) -> Instance:
-        instance = Instance(slot, gen, self.out / f"s{slot}-g{gen}")
+    def _start(self, slot: int, rollout: int) -> Instance:
+        """Start the instance of ``slot`` for ``rollout`` (its generation: 0 before any)."""
+        instance = Instance(slot, rollout, self.out / f"s{slot}-g{rollout}")
         args = [
             "--topic", self.topic, "--group", self.group, "--handler", "sleep",
             "--ordering", "partition", "--max-in-flight", str(self.partitions),
@@ -366,7 +364,7 @@ class ScenarioRun:
                 self._stop(victim, k)
             for _ in range(step.start):
                 slot = old[len(new)].slot  # the new instance takes the slot it replaces
-                started = self._start(slot, k, rollout=k)
+                started = self._start(slot, rollout=k)
                 new.append(started)
                 self.phase(f"rollout {k}: started {started.name}, waiting for it to be ready")
             if time.monotonic() > deadline:
