@@ -52,13 +52,14 @@ def test_lagless_run_starts_an_app_with_flag_overrides(lagless_kafka: TestKafka)
 
 
 def test_lagless_run_bad_target_is_one_line_and_exit_2(lagless_kafka: TestKafka) -> None:
-    for target, message in [
-        ("nosuchmodule:app", "cannot import 'nosuchmodule'"),
-        ("tests.integration.app_helpers.copier:nope", "is NoneType, not a lagless.App"),
-        ("justamodule", "is not module:attribute"),
+    for args, message in [
+        (["nosuchmodule:app"], "cannot import 'nosuchmodule'"),
+        (["tests.integration.app_helpers.copier:nope"], "is NoneType, not a lagless.App"),
+        (["justamodule"], "is not module:attribute"),
+        ([APP, "--batch-size", "5"], "handler copy: takes one record at a time"),
     ]:
         done = subprocess.run(
-            [LAGLESS, "-b", lagless_kafka.bootstrap, "run", target],
+            [LAGLESS, "-b", lagless_kafka.bootstrap, "run", *args],
             capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
         )  # fmt: skip
         assert done.returncode == 2, done.stderr

@@ -12,11 +12,11 @@ from pydantic import BaseModel
 
 import lagless
 from lagless.app.codecs import decoder, encode
-from lagless.app.outputs import Outgoing, outgoing
+from lagless.app.outputs import Outgoing, Target, outgoing
 from lagless.config import KafkaSettings
 from lagless.errors import ConfigError
 
-RECORD = lagless.Record("in", 2, 7, b"k1", b"v", 1, ())
+TO_OUT = Target("h", "out")
 
 
 class Point(BaseModel):
@@ -83,16 +83,16 @@ def test_encode(obj: object, expected: bytes | None) -> None:
 
 
 def test_return_values_become_output_records() -> None:
-    assert outgoing(None, RECORD, "out") == []
-    assert outgoing(lagless.Out(), RECORD, "out") == [Outgoing("out", b"k1", None, [])]
-    assert outgoing("v", RECORD, "out") == [Outgoing("out", b"k1", b"v", [])]
-    assert outgoing(Point(x=1, y=2), RECORD, "out") == [
+    assert outgoing(None, b"k1", TO_OUT) == []
+    assert outgoing(lagless.Out(), b"k1", TO_OUT) == [Outgoing("out", b"k1", None, [])]
+    assert outgoing("v", b"k1", TO_OUT) == [Outgoing("out", b"k1", b"v", [])]
+    assert outgoing(Point(x=1, y=2), b"k1", TO_OUT) == [
         Outgoing("out", b"k1", b'{"x":1,"y":2}', [])
     ]
     many = outgoing(
         [lagless.Out(None, "a"), lagless.Out("k2", b"b", {"h": "1"}, "other"),
          None, {"c": 3}],
-        RECORD, "out",
+        b"k1", TO_OUT,
     )  # fmt: skip
     assert many == [
         Outgoing("out", None, b"a", []),
@@ -100,7 +100,7 @@ def test_return_values_become_output_records() -> None:
         Outgoing("out", b"k1", b'{"c":3}', []),
     ]
     with pytest.raises(ConfigError, match="has no output topic"):
-        outgoing("v", RECORD, None)
+        outgoing("v", b"k1", Target("h"))
 
 
 def test_handler_options_and_overrides() -> None:
