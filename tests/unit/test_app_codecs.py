@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 import lagless
-from lagless.app.codecs import decoder, encode
+from lagless.app.codecs import EncodeError, decoder, encode, encoder
 from lagless.app.outputs import Outgoing, Target, outgoing
 from lagless.config import KafkaSettings
 from lagless.errors import ConfigError
@@ -80,6 +80,20 @@ def test_an_unusable_codec_spec_is_a_config_error() -> None:
 )
 def test_encode(obj: object, expected: bytes | None) -> None:
     assert encode(obj) == expected
+
+
+def test_output_encoders() -> None:
+    assert encoder(None)(Point(x=1, y=2), "t") == b'{"x":1,"y":2}'
+    upper = encoder(lambda s: s.upper().encode())
+    assert upper("abc", "t") == b"ABC"
+    with pytest.raises(EncodeError, match="output_value <lambda> for t: AttributeError"):
+        upper(3, "t")
+    with pytest.raises(EncodeError, match="returned str, not bytes"):
+        encoder(str.upper, "output_key")("a", "t")
+    with pytest.raises(ConfigError, match="output_value=3: use a callable"):
+        encoder(3)
+    target = Target("h", "out", value=upper, key=encoder(lambda k: k.encode()))
+    assert outgoing(lagless.Out("k", "v"), b"in", target) == [Outgoing("out", b"k", b"V", [])]
 
 
 def test_return_values_become_output_records() -> None:
