@@ -4,9 +4,13 @@ A handler's return value becomes output records:
 
 * ``None``: nothing;
 * :class:`Out`: one record (``topic`` defaults to the handler's ``output``, ``key`` to the
-  input record's key, so per-key order carries over to the output topic);
+  input record's key, so per-key order carries over to the output topic; a batch handler's
+  outputs have no input key: keyless);
 * a list or tuple: each element (values or ``Out``);
 * anything else (bytes, str, a pydantic model, a JSON-able object): the value of one record.
+
+Keys and values are encoded by the handler's :class:`Target` encoders (``output_key`` /
+``output_value``; by default :func:`~lagless.app.codecs.encode`).
 
 :class:`OutputProducer` sends them (acks=all, idempotent: no duplicates or reordering from
 producer retries) and :meth:`OutputProducer.send` returns only once the broker acknowledged
