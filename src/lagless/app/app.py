@@ -19,6 +19,7 @@ to ``App(...)`` apply to every handler; a handler's own options win; :meth:`App.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -96,7 +97,9 @@ class App:
             spec = HandlerSpec.make(func, topics, codecs, output, merged, conf)
             if any(s.name == spec.name for s in self.specs):
                 raise ConfigError(f"two handlers named {spec.name!r}: rename one")
-            spec.engine_config(self.group)  # validate now: a bad option fails at import
+            specs = [*self.specs, spec]
+            # validate now: a bad option, or a topic two handlers would split, fails at import
+            _one_consumer_per_topic([s.engine_config(self.group) for s in specs], specs)
             self.specs.append(spec)
             return func
 
@@ -123,6 +126,7 @@ class App:
         if not self.specs:
             raise ConfigError("the app has no handlers: decorate a function with @app.handler")
         configs = [spec.engine_config(self.group, **self._overrides) for spec in self.specs]
+        _one_consumer_per_topic(configs, self.specs)
         return _distinct_instances(configs, [spec.name for spec in self.specs])
 
     def settings(self) -> KafkaSettings:
@@ -173,7 +177,15 @@ class App:
         """:meth:`run` inside a running event loop, which stays free: the engines run on their
         own threads (coroutine handlers on each engine's event loop). Cancelling the task
         stops the app (drain, commit, leave) and re-raises."""
-        runner = await asyncio.to_thread(self._start, metrics_port)
+        starting = asyncio.ensure_future(asyncio.to_thread(self._start, metrics_port))
+        try:
+            runner = await asyncio.shield(starting)
+        except asyncio.CancelledError:  # the start goes on in its thread: stop what it starts
+            with contextlib.suppress(Exception):
+                started = await starting
+                started.stop_event.set()
+                await asyncio.to_thread(self._finish, started)
+            raise
         try:
             while runner.running:
                 await asyncio.sleep(0.05)
@@ -233,6 +245,21 @@ class App:
         if self._runner is None:
             return {"alive": False, "ready": False, "handlers": {}}
         return self._runner.health().to_json()
+
+
+def _one_consumer_per_topic(configs: list[EngineConfig], specs: list[HandlerSpec]) -> None:
+    """ConfigError if two handlers consume one topic in one group: as two members of the group
+    they would split its partitions, each seeing only part of its records."""
+    first: dict[tuple[str, str], str] = {}
+    for config, spec in zip(configs, specs, strict=True):
+        for topic in config.topics:
+            other = first.setdefault((config.group, topic), spec.name)
+            if other != spec.name:
+                raise ConfigError(
+                    f"handlers {other} and {spec.name} both consume {topic!r} in group "
+                    f"{config.group!r}: they would split its partitions, each seeing part of "
+                    "its records; give one its own group=... (or make them one handler)"
+                )
 
 
 def _distinct_instances(configs: list[EngineConfig], names: list[str]) -> list[EngineConfig]:

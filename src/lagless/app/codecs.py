@@ -14,7 +14,8 @@ A value that cannot be decoded raises :class:`DecodeError` (the engine sends the
 straight to the DLQ, with the error as the reason: retrying cannot help).
 
 :func:`encode` is the way back for outputs: bytes as is, ``str`` as UTF-8, a pydantic model as
-its JSON, ``None`` as a null, anything else as JSON. :func:`encoder` turns an output codec spec
+its JSON, ``None`` as a null, anything else as strict JSON (no NaN or Infinity; what is not
+JSON, e.g. a set, is an :class:`EncodeError`). :func:`encoder` turns an output codec spec
 (``output_value=`` / ``output_key=``: ``None`` for :func:`encode`, a callable ``f(obj) ->
 bytes``, or a Schema Registry codec, which also needs the output topic) into an
 :data:`Encoder`; an output that cannot be encoded raises :class:`EncodeError`.
@@ -128,13 +129,19 @@ def encode(obj: object) -> bytes | None:
     """An output key or value as bytes (see the module doc)."""
     if obj is None or isinstance(obj, bytes):
         return obj
-    if isinstance(obj, str):
-        return obj.encode("utf-8")
-    if isinstance(obj, BaseModel):
-        return obj.model_dump_json().encode("utf-8")
     if isinstance(obj, bytearray | memoryview):
         return bytes(obj)
-    return json.dumps(obj, separators=(",", ":")).encode("utf-8")
+    try:
+        if isinstance(obj, str):
+            return obj.encode("utf-8")
+        if isinstance(obj, BaseModel):
+            return obj.model_dump_json().encode("utf-8")
+        return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:  # not JSON-able, NaN, a lone surrogate, ...
+        raise EncodeError(
+            f"cannot write {type(obj).__name__} as JSON: {exc} (write bytes, str, a pydantic "
+            "model or JSON data: dict, list, str, a finite number, bool, None)"
+        ) from None
 
 
 def plain(obj: object, topic: str) -> bytes | None:

@@ -63,14 +63,10 @@ class HandlerSpec:
         options: dict[str, Any],
         output_conf: dict[str, Any] | None = None,
     ) -> HandlerSpec:
-        name = getattr(func, "__name__", None) or repr(func)
+        name = getattr(func, "__name__", None) or type(func).__name__
         batch = options.get("batch_size") is not None
         key_param = "keys" if batch else "key"
-        params = [
-            p
-            for p in inspect.signature(func).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != key_param
-        ]
+        params = _positional(func, name, key_param)
         if not 1 <= len(params) <= 2:
             takes = "(values) or (values, records)" if batch else "(value) or (value, record)"
             raise ConfigError(f"handler {name}: takes {takes}, not {len(params)} arguments")
@@ -90,7 +86,7 @@ class HandlerSpec:
             target=target,
             options=options,
             output_conf=dict(output_conf or {}),
-            is_async=inspect.iscoroutinefunction(func),
+            is_async=_is_async(func),
             pass_record=len(params) == 2,
             pass_key=key_param in inspect.signature(func).parameters,
             batch=batch,
@@ -131,6 +127,32 @@ class HandlerSpec:
         value, key = self.decode(record)
         args = (value, record) if self.pass_record else (value,)
         return args, ({"key": key} if self.pass_key else {})
+
+
+def _positional(func: Callable[..., Any], name: str, key_param: str) -> list[inspect.Parameter]:
+    """The parameters ``func`` is called with by position; ConfigError for a function the
+    wrapper cannot call (a generator function, a keyword-only parameter without a default)."""
+    if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+        raise ConfigError(
+            f"handler {name}: a generator function never runs as a handler (its body waits "
+            "for a consumer): return a list of outputs instead of yielding them"
+        )
+    params = list(inspect.signature(func).parameters.values())
+    for p in params:
+        if p.kind is p.KEYWORD_ONLY and p.default is p.empty and p.name != key_param:
+            raise ConfigError(
+                f"handler {name}: keyword-only parameter {p.name!r} has no default (the "
+                f"handler is called with its value, its record and {key_param}= only)"
+            )
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p for p in params if p.kind in positional and p.name != key_param]
+
+
+def _is_async(func: Callable[..., Any]) -> bool:
+    """An ``async def`` function, or an object whose ``__call__`` is one."""
+    if inspect.iscoroutinefunction(func):
+        return True
+    return not inspect.isroutine(func) and inspect.iscoroutinefunction(type(func).__call__)
 
 
 def _dlq_named(options: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,152 @@
+"""lagless.App used as a hostile user would, on the real broker: handlers that return odd
+things (a generator, a set, a coroutine from a sync function, NaN, an ``Out`` to a topic that
+is empty or does not exist), an async callable object, ``run_async`` cancelled while it starts,
+``lagless run`` of a module that fails to import. Each record that cannot succeed ends in the
+DLQ with a reason naming the problem; nothing is created or written silently."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import lagless
+from lagless.engine.dlq import H_ERROR, H_OFFSET
+from lagless.kafka.clients import make_consumer
+from lagless.kafka.offsets import probe_conf
+from lagless.testing import TestKafka
+from tests.conftest import LAGLESS
+
+pytestmark = pytest.mark.integration
+
+TIMINGS: dict[str, Any] = {
+    "session_timeout_ms": 6000, "heartbeat_interval_ms": 1500, "until_idle_s": 1.5,
+}  # fmt: skip
+
+
+async def _echo(text: str) -> str:
+    return text
+
+
+def _reasons(kafka: TestKafka, dlq: str, count: int) -> dict[int, str]:
+    """Each dead letter's input offset -> its reason."""
+    letters = kafka.read(dlq, count=count)
+    return {int(r.header(H_OFFSET) or b"-1"): (r.header(H_ERROR) or b"").decode() for r in letters}
+
+
+def _topics(kafka: TestKafka) -> set[str]:
+    probe = make_consumer(probe_conf(kafka.conf))
+    try:
+        return set(probe.list_topics(timeout=10).topics)
+    finally:
+        probe.close()
+
+
+def test_odd_return_values_go_to_the_dlq_with_a_reason_and_create_nothing(
+    lagless_kafka: TestKafka,
+) -> None:
+    source, out, dlq = lagless_kafka.topic(), lagless_kafka.topic(), lagless_kafka.topic()
+    missing = f"{out}-typo"
+    app = lagless.App(group=lagless_kafka.group(), retries=0, **TIMINGS)
+    returns: dict[str, Any] = {
+        "generator": lambda t: (x for x in [t]),
+        "set": lambda t: {t},
+        "coroutine": _echo,  # a sync function returning a coroutine: the work never runs
+        "nan": lambda t: {"v": float("nan")},  # not JSON: would be written as NaN
+        "empty-topic": lambda t: lagless.Out(value=t, topic=""),
+        "missing-topic": lambda t: lagless.Out(value=t, topic=missing),
+        "ok": lambda t: t,
+    }
+
+    @app.handler(source, value=str, output=out, dlq=dlq)
+    def odd(text: str) -> object:
+        return returns[text](text)
+
+    lagless_kafka.produce(source, list(returns))
+    summary = app.configured(lagless_kafka.settings).run()["odd"]
+
+    assert (summary.ok, summary.dlq) == (1, 6)
+    assert [r.value for r in lagless_kafka.read(out)] == [b"ok"]
+    reasons = _reasons(lagless_kafka, dlq, 6)
+    assert "generator" in reasons[0] and "never ran" in reasons[0]
+    assert "set" in reasons[1] and "JSON" in reasons[1]
+    assert "coroutine" in reasons[2] and "async def" in reasons[2]
+    assert "NaN" in reasons[3] or "not JSON compliant" in reasons[3]
+    assert "Out(topic='')" in reasons[4]
+    assert f"topic {missing!r} does not exist" in reasons[5]
+    assert missing not in _topics(lagless_kafka)  # not auto-created by the output producer
+
+
+def test_an_async_callable_object_is_awaited(lagless_kafka: TestKafka) -> None:
+    source, out = lagless_kafka.topic(), lagless_kafka.topic()
+    app = lagless.App(group=lagless_kafka.group(), **TIMINGS)
+
+    class Caller:
+        __name__ = "caller"
+
+        async def __call__(self, text: str) -> str:
+            await asyncio.sleep(0.01)
+            return text.upper()
+
+    app.handler(source, value=str, output=out, on_failure="stop")(Caller())
+    lagless_kafka.produce(source, ["a", "b"])
+    summary = app.configured(lagless_kafka.settings).run()["caller"]
+
+    assert summary.ok == 2
+    assert sorted(r.value for r in lagless_kafka.read(out, 2)) == [b"A", b"B"]
+
+
+def _app_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("lagless")]
+
+
+@pytest.mark.parametrize("after", [0.0, 4.0], ids=["while-starting", "while-running"])
+def test_run_async_cancelled_stops_the_app(lagless_kafka: TestKafka, after: float) -> None:
+    source = lagless_kafka.topic()
+    lagless_kafka.produce(source, [b"x"] * 5)
+    app = lagless.App(group=lagless_kafka.group(), session_timeout_ms=6000,
+                      heartbeat_interval_ms=1500)  # fmt: skip
+
+    @app.handler(source, on_failure="stop")  # no stop condition: only the cancel ends it
+    def h(value: bytes) -> None: ...
+
+    configured = app.configured(lagless_kafka.settings)
+
+    async def main() -> None:
+        task = asyncio.create_task(configured.run_async())
+        await asyncio.sleep(after)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert configured.health == {"alive": False, "ready": False, "handlers": {}}
+    assert not _app_threads(), "the app still runs after its task was cancelled"
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ('raise RuntimeError("no config here")\n',
+         "importing 'service' raised RuntimeError: no config here (service.py, line 1)"),
+        ("def (:\n", "importing 'service' raised SyntaxError: invalid syntax (service.py, line 1)"),
+        ("import lagless\napp = lagless.App(group='g')\n",
+         "service has no attribute 'nope' (e.g. service:app)"),
+    ],
+    ids=["raises", "syntax-error", "no-attribute"],
+)
+def test_lagless_run_of_a_module_that_fails_is_one_line(
+    lagless_kafka: TestKafka, tmp_path: Path, source: str, message: str
+) -> None:
+    (tmp_path / "service.py").write_text(source)
+    target = "service:nope" if "attribute" in message else "service:app"
+    done = subprocess.run(
+        [LAGLESS, "-b", lagless_kafka.bootstrap, "run", target],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
