@@ -7,6 +7,7 @@ DLQ with a reason naming the problem; nothing is created or written silently."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 import lagless
 from lagless.engine.dlq import H_ERROR, H_OFFSET
+from lagless.kafka.admin import committed_offsets
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.offsets import probe_conf
 from lagless.testing import TestKafka
@@ -150,3 +152,27 @@ def test_lagless_run_of_a_module_that_fails_is_one_line(
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_lagless_run_with_its_metrics_port_taken_is_one_line_and_consumes_nothing(
+    lagless_kafka: TestKafka, tmp_path: Path
+) -> None:
+    source, group = lagless_kafka.topic(), lagless_kafka.group()
+    lagless_kafka.produce(source, [b"x"])
+    (tmp_path / "service.py").write_text(
+        f"import lagless\napp = lagless.App(group={group!r})\n"
+        f"@app.handler({source!r}, on_failure='stop')\ndef h(value): ...\n"
+    )
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [LAGLESS, "-b", lagless_kafka.bootstrap, "run", "service:app",
+             "--metrics-port", str(port), "--until-idle", "1"],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert f"cannot serve metrics on 127.0.0.1:{port}" in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert not committed_offsets(lagless_kafka.conf, group, [source])  # never joined

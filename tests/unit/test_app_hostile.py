@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 import lagless
-from lagless.app.codecs import EncodeError, encode
+from lagless.app.codecs import EncodeError, decoder, encode
+from lagless.engine.handlers import DecodeError
 from lagless.errors import ConfigError
+
+
+class Point(BaseModel):
+    x: int
+    y: int
 
 
 def test_two_handlers_on_one_topic_in_one_group_are_refused() -> None:
@@ -60,3 +69,35 @@ def test_outputs_that_are_not_json_are_an_encode_error() -> None:
         encode({1, 2})
     with pytest.raises(EncodeError, match="not JSON compliant"):
         encode({"v": float("inf")})
+
+
+@pytest.mark.parametrize(
+    ("spec", "data", "expected"),
+    [
+        (dict, b'{"a": 1}', {"a": 1}),
+        (bool, b"false", False),  # bool(b"false") would be True
+        (list[int], b"[1, 2]", [1, 2]),  # list(b"[1, 2]") would be the bytes' codes
+        (dict[str, Point], b'{"p": {"x": 1, "y": 2}}', {"p": Point(x=1, y=2)}),
+        (int | None, None, None),  # a null is None where the type allows it
+    ],
+)
+def test_container_and_generic_types_are_validated_json(
+    spec: Any, data: bytes | None, expected: Any
+) -> None:
+    assert decoder(spec)(data) == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "data", "reason"),
+    [
+        (dict, b"[1]", "not a valid dict: Input should be an object"),
+        (list[int], b'["x"]', "not a valid list[int]: 0: Input should be a valid integer"),
+        (bool, b"maybe", "not a valid bool: Invalid JSON"),
+        (dict, None, "null, not a dict"),
+    ],
+)
+def test_container_and_generic_types_reject_with_the_reason(
+    spec: Any, data: bytes | None, reason: str
+) -> None:
+    with pytest.raises(DecodeError, match=re.escape(reason)):
+        decoder(spec)(data)

@@ -6,6 +6,9 @@ A codec spec (the ``value=`` / ``key=`` of :meth:`lagless.App.handler`) is one o
 * ``str``: UTF-8 text;
 * ``"json"``: any JSON document (``json.loads``);
 * a pydantic model class: the validated model (from its JSON);
+* a container type or a typing generic (``dict``, ``list``, ``bool``, ``list[Order]``,
+  ``dict[str, int]``, ``int | None``...): JSON validated by pydantic into that type (calling
+  ``bool(b"false")`` or ``list(b"[1]")`` would give silently wrong values);
 * any other callable ``f(bytes | None) -> T`` (``int`` and ``float`` too): whatever it
   returns; it raises to reject;
 * a Schema Registry deserializer from :mod:`lagless.app.registry` (an extra).
@@ -25,9 +28,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, get_origin, runtime_checkable
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from lagless.engine.handlers import DecodeError
 from lagless.errors import ConfigError, LaglessError
@@ -35,6 +38,8 @@ from lagless.errors import ConfigError, LaglessError
 Decoder = Callable[[bytes | None], Any]
 CodecSpec = Any  # bytes | str | "json" | type[BaseModel] | Decoder
 Encoder = Callable[[object, str], bytes | None]  # (an output key or value, its topic)
+# types that calling on bytes would turn into nonsense: decoded as JSON of that type instead
+JSON_TYPES = (dict, list, tuple, set, frozenset, bool)
 
 
 class EncodeError(LaglessError):
@@ -92,6 +97,24 @@ def _model(cls: type[BaseModel]) -> Decoder:
     return decode
 
 
+def _typed_json(spec: Any) -> Decoder:
+    adapter: TypeAdapter[Any] = TypeAdapter(spec)
+    name = getattr(spec, "__name__", None) if get_origin(spec) is None else None
+    name = name or str(spec).replace("typing.", "")
+
+    def decode(data: bytes | None) -> Any:
+        try:
+            if data is None:  # a null: None where the type allows it (e.g. Order | None)
+                return adapter.validate_python(None)
+            return adapter.validate_json(data)
+        except ValidationError as exc:
+            if data is None:
+                raise DecodeError(f"null, not a {name}") from None
+            raise DecodeError(f"not a valid {name}: {one_line(exc)}") from None
+
+    return decode
+
+
 def _custom(func: Callable[[bytes | None], Any]) -> Decoder:
     name = getattr(func, "__name__", repr(func))
 
@@ -118,6 +141,8 @@ def decoder(spec: CodecSpec, what: str = "value") -> Decoder:
         return _json
     if isinstance(spec, type) and issubclass(spec, BaseModel):
         return _model(spec)
+    if any(spec is t for t in JSON_TYPES) or get_origin(spec) is not None:
+        return _typed_json(spec)
     if callable(spec):  # a function, or a type such as int or float
         return _custom(spec)
     raise ConfigError(
