@@ -101,3 +101,19 @@ def test_container_and_generic_types_reject_with_the_reason(
 ) -> None:
     with pytest.raises(DecodeError, match=re.escape(reason)):
         decoder(spec)(data)
+
+
+def test_a_handlers_failure_choice_replaces_the_apps() -> None:
+    app = lagless.App(group="g", on_failure="stop", dlq=None)
+
+    @app.handler("a", dlq="a-dlq")  # its DLQ wins over the app's on_failure
+    def a(value: bytes) -> None: ...
+
+    skipping = lagless.App(group="g", dlq="all-dlq")
+
+    @skipping.handler("b", on_failure="skip")  # and its on_failure over the app's DLQ
+    def b(value: bytes) -> None: ...
+
+    (ca,), (cb,) = app.engine_configs(), skipping.engine_configs()
+    assert (ca.dlq_topic, ca.on_failure) == ("a-dlq", None)
+    assert (cb.dlq_topic, cb.on_failure) == (None, "skip")

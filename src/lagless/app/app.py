@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from lagless.app.handlers import Codecs, HandlerSpec
+from lagless.app.handlers import Codecs, HandlerSpec, layered
 from lagless.app.outputs import check_outputs_exist
 from lagless.app.runner import Runner
 from lagless.app.signals import stop_on_signals
@@ -92,7 +92,7 @@ class App:
         codecs = Codecs(value, key, output_value, output_key)
 
         def register(func: F) -> F:
-            merged = {**self._defaults, **options}
+            merged = layered(self._defaults, options)
             conf = dict(output_conf or {})
             spec = HandlerSpec.make(func, topics, codecs, output, merged, conf)
             if any(s.name == spec.name for s in self.specs):

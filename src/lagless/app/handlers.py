@@ -11,7 +11,7 @@ registered with ``batch_size`` is a batch handler: :mod:`lagless.app.batch` wrap
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,18 +99,13 @@ class HandlerSpec:
 
     def engine_config(self, app_group: str, /, **overrides: Any) -> EngineConfig:
         """This handler's engine options (``overrides`` win); ConfigError if invalid."""
-        values = _dlq_named(self.options)
-        given = _dlq_named({k: v for k, v in overrides.items() if v is not None})
+        given = {k: v for k, v in overrides.items() if v is not None}
         if not self.batch and any(k in given for k in BATCH_OPTIONS):
             raise ConfigError(
                 f"handler {self.name}: takes one record at a time; batch_size applies to batch "
                 "handlers (registered with @app.handler(..., batch_size=N))"
             )
-        if "dlq_topic" in given:  # a DLQ given now replaces the handler's failure choice
-            values.pop("on_failure", None)
-        if "on_failure" in given:
-            values.pop("dlq_topic", None)
-        values.update(given)
+        values = layered(self.options, given)
         values.setdefault("group", app_group)
         try:
             return EngineConfig.build(topics=self.topics, **values)
@@ -155,12 +150,24 @@ def _is_async(func: Callable[..., Any]) -> bool:
     return not inspect.isroutine(func) and inspect.iscoroutinefunction(type(func).__call__)
 
 
-def _dlq_named(options: dict[str, Any]) -> dict[str, Any]:
+def _dlq_named(options: Mapping[str, Any]) -> dict[str, Any]:
     """``dlq`` (the short name) as EngineConfig's ``dlq_topic``."""
     out = dict(options)
     if "dlq" in out:
         out["dlq_topic"] = out.pop("dlq")
     return out
+
+
+def layered(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """Engine options ``top`` over ``base`` (``dlq`` named ``dlq_topic``). A failure choice in
+    ``top`` replaces ``base``'s: a DLQ topic drops its ``on_failure``, an ``on_failure`` its
+    DLQ topic (the engine takes one or the other)."""
+    values, given = _dlq_named(base), _dlq_named(top)
+    if given.get("dlq_topic") is not None:
+        values.pop("on_failure", None)
+    if given.get("on_failure") is not None:
+        values.pop("dlq_topic", None)
+    return {**values, **given}
 
 
 def engine_handler(spec: HandlerSpec, producer: OutputProducer) -> Handler:
