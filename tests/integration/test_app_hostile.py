@@ -138,8 +138,11 @@ def test_run_async_cancelled_stops_the_app(lagless_kafka: TestKafka, after: floa
         ("def (:\n", "importing 'service' raised SyntaxError: invalid syntax (service.py, line 1)"),
         ("import lagless\napp = lagless.App(group='g')\n",
          "service has no attribute 'nope' (e.g. service:app)"),
+        ("import lagless\napp = lagless.App(group='g')\n"
+         "@app.handler('t', on_failure='stop', processes=2)\ndef h(value): ...\n",
+         "handler h: processes=2: an App handler runs in threads"),
     ],
-    ids=["raises", "syntax-error", "no-attribute"],
+    ids=["raises", "syntax-error", "no-attribute", "processes"],
 )
 def test_lagless_run_of_a_module_that_fails_is_one_line(
     lagless_kafka: TestKafka, tmp_path: Path, source: str, message: str

@@ -117,3 +117,17 @@ def test_a_handlers_failure_choice_replaces_the_apps() -> None:
     (ca,), (cb,) = app.engine_configs(), skipping.engine_configs()
     assert (ca.dlq_topic, ca.on_failure) == ("a-dlq", None)
     assert (cb.dlq_topic, cb.on_failure) == (None, "skip")
+
+
+def test_processes_are_refused_for_app_handlers_with_one_line() -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match="handler h: processes=2: an App handler runs in threads"):
+
+        @app.handler("t", processes=2)
+        def h(value: bytes) -> None: ...
+
+    @app.handler("t", processes=0)  # threads: the default
+    def fine(value: bytes) -> None: ...
+
+    with pytest.raises(ConfigError, match="handler fine: processes=4"):
+        app.configured(processes=4)  # e.g. lagless run --processes 4

@@ -108,9 +108,16 @@ class HandlerSpec:
         values = layered(self.options, given)
         values.setdefault("group", app_group)
         try:
-            return EngineConfig.build(topics=self.topics, **values)
+            config = EngineConfig.build(topics=self.topics, **values)
         except ConfigError as exc:
             raise ConfigError(f"handler {self.name}: {exc}") from None
+        if config.processes:
+            raise ConfigError(
+                f"handler {self.name}: processes={config.processes}: an App handler runs in "
+                "threads (its wrapper does not pickle into a process); keep the default "
+                "threads, or write an async def handler for many awaits at once"
+            )
+        return config
 
     def decode(self, record: Record) -> tuple[Any, Any]:
         """The record's decoded value and key (DecodeError if either fails)."""

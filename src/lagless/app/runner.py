@@ -47,6 +47,7 @@ class Runner:
         }
         self.summaries: dict[str, RunSummary] = {}
         self._errors: list[BaseException] = []
+        self._failing = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._producers: list[OutputProducer] = []
         self._server: WSGIServer | None = None
@@ -101,8 +102,13 @@ class Runner:
         try:
             self.summaries[name] = engine.run()
         except BaseException as exc:
-            log.error("handler %s stopped: %s", name, exc)
-            self._errors.append(exc)
+            with self._failing:
+                self._errors.append(exc)
+                first = len(self._errors) == 1
+            if first:  # raised by finish() (a CLI prints it): logged only in detail
+                log.debug("handler %s stopped: %s", name, exc)
+            else:
+                log.error("handler %s stopped too: %s", name, exc)
             self.stop_event.set()  # one handler failed: stop the others (drain, commit)
         finally:
             self._running[name] = False
