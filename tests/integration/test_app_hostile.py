@@ -141,8 +141,11 @@ def test_run_async_cancelled_stops_the_app(lagless_kafka: TestKafka, after: floa
         ("import lagless\napp = lagless.App(group='g')\n"
          "@app.handler('t', on_failure='stop', processes=2)\ndef h(value): ...\n",
          "handler h: processes=2: an App handler runs in threads"),
+        ("import lagless\napp = lagless.App(group='g')\n"
+         "@app.handler('t', on_failure='stop', output_conf={'lingr.ms': 5})\ndef h(value): ...\n",
+         'handler h: output_conf: No such configuration property: "lingr.ms"'),
     ],
-    ids=["raises", "syntax-error", "no-attribute", "processes"],
+    ids=["raises", "syntax-error", "no-attribute", "processes", "output-conf"],
 )
 def test_lagless_run_of_a_module_that_fails_is_one_line(
     lagless_kafka: TestKafka, tmp_path: Path, source: str, message: str

@@ -14,15 +14,27 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
+from confluent_kafka import KafkaError, KafkaException
+
 from lagless.app.batch import async_batch_engine_handler, batch_engine_handler
 from lagless.app.handlers import HandlerSpec, async_engine_handler, engine_handler
 from lagless.app.health import AppHealth, serve
 from lagless.app.outputs import OutputProducer
 from lagless.engine import Engine, EngineConfig, RunSummary
-from lagless.errors import LaglessError
+from lagless.errors import ConfigError, LaglessError
 from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
+
+
+def output_producer(conf: Mapping[str, Any], spec: HandlerSpec) -> OutputProducer:
+    """``spec``'s output producer; ConfigError naming the handler for a bad ``output_conf``."""
+    try:
+        return OutputProducer(conf, spec.output_conf)
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else exc
+        reason = err.str() if isinstance(err, KafkaError) else str(err)
+        raise ConfigError(f"handler {spec.name}: output_conf: {reason}") from None
 
 
 class Runner:
@@ -56,7 +68,7 @@ class Runner:
     def start(self) -> None:
         try:
             for spec, config in zip(self._specs, self._configs, strict=True):
-                producer = OutputProducer(self._conf, spec.output_conf)
+                producer = output_producer(self._conf, spec)
                 self._producers.append(producer)
                 engine = Engine(
                     self._conf,
