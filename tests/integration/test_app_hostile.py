@@ -10,6 +10,8 @@ import asyncio
 import socket
 import subprocess
 import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +184,47 @@ def test_lagless_run_with_its_metrics_port_taken_is_one_line_and_consumes_nothin
     assert f"cannot serve metrics on 127.0.0.1:{port}" in done.stderr, done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
     assert not committed_offsets(lagless_kafka.conf, group, [source])  # never joined
+
+
+def _own_address() -> str | None:
+    """This machine's address other than loopback (what a kubelet would call), if any."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))  # UDP: picks a route, sends nothing
+        except OSError:
+            return None
+        address: str = probe.getsockname()[0]
+    return None if address.startswith("127.") else address
+
+
+def _status(url: str) -> int | str:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError as exc:
+        return type(exc).__name__
+
+
+def test_probes_answer_on_the_pods_address_with_metrics_host(lagless_kafka: TestKafka) -> None:
+    address = _own_address()
+    if address is None:
+        pytest.skip("this machine has no address other than loopback")
+    source = lagless_kafka.topic()
+    app = lagless.App(group=lagless_kafka.group(), session_timeout_ms=6000,
+                      heartbeat_interval_ms=1500)  # fmt: skip
+
+    @app.handler(source, on_failure="stop")
+    def h(value: bytes) -> None: ...
+
+    configured = app.configured(lagless_kafka.settings)
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with configured.running(metrics_port=port):  # the default: loopback only
+        assert _status(f"http://127.0.0.1:{port}/readyz") == 200
+        assert _status(f"http://{address}:{port}/readyz") != 200
+    with configured.running(metrics_port=port, metrics_host="0.0.0.0"):
+        assert _status(f"http://{address}:{port}/readyz") == 200
+        assert _status(f"http://{address}:{port}/healthz") == 200

@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from lagless.app.handlers import Codecs, HandlerSpec, layered
+from lagless.app.health import LOCALHOST
 from lagless.app.outputs import check_outputs_exist
 from lagless.app.runner import Runner
 from lagless.app.signals import stop_on_signals
@@ -139,7 +140,7 @@ class App:
 
     # -- running --------------------------------------------------------------------------
 
-    def _start(self, metrics_port: int | None) -> Runner:
+    def _start(self, metrics_port: int | None, metrics_host: str = LOCALHOST) -> Runner:
         if self._runner is not None:
             raise ConfigError("the app is already running")
         if metrics_port is not None and not 0 < metrics_port < 65536:
@@ -148,7 +149,7 @@ class App:
         conf = self.settings().to_librdkafka()
         check_reachable(conf)
         check_outputs_exist(conf, (s.output for s in self.specs if s.output is not None))
-        runner = Runner(conf, self.specs, configs, metrics_port=metrics_port)
+        runner = Runner(conf, self.specs, configs, metrics=(metrics_host, metrics_port))
         runner.start()
         self._runner = runner
         return runner
@@ -161,10 +162,14 @@ class App:
             self._runner = None
         return self.summaries
 
-    def run(self, metrics_port: int | None = None) -> dict[str, RunSummary]:
+    def run(
+        self, metrics_port: int | None = None, metrics_host: str = LOCALHOST
+    ) -> dict[str, RunSummary]:
         """Run every handler until each one's stop condition or SIGTERM/SIGINT; each handler's
-        summary by name. Raises the first handler failure (after stopping the others)."""
-        runner = self._start(metrics_port)
+        summary by name. Raises the first handler failure (after stopping the others).
+        ``metrics_port``: serve /metrics, /healthz and /readyz on ``metrics_host`` (loopback
+        by default; ``0.0.0.0`` for a Kubernetes probe, which calls the pod's address)."""
+        runner = self._start(metrics_port, metrics_host)
         event = runner.stop_event
         with stop_on_signals(event.is_set, event.set, runner.hurry):
             try:
@@ -173,11 +178,15 @@ class App:
                 summaries = self._finish(runner)
         return summaries
 
-    async def run_async(self, metrics_port: int | None = None) -> dict[str, RunSummary]:
+    async def run_async(
+        self, metrics_port: int | None = None, metrics_host: str = LOCALHOST
+    ) -> dict[str, RunSummary]:
         """:meth:`run` inside a running event loop, which stays free: the engines run on their
         own threads (coroutine handlers on each engine's event loop). Cancelling the task
         stops the app (drain, commit, leave) and re-raises."""
-        starting = asyncio.ensure_future(asyncio.to_thread(self._start, metrics_port))
+        starting = asyncio.ensure_future(
+            asyncio.to_thread(self._start, metrics_port, metrics_host)
+        )
         try:
             runner = await asyncio.shield(starting)
         except asyncio.CancelledError:  # the start goes on in its thread: stop what it starts
@@ -217,10 +226,13 @@ class App:
 
     @contextmanager
     def running(
-        self, metrics_port: int | None = None, ready_timeout: float = 60.0
+        self,
+        metrics_port: int | None = None,
+        ready_timeout: float = 60.0,
+        metrics_host: str = LOCALHOST,
     ) -> Iterator[App]:
         """Start in the background and wait until every handler holds partitions."""
-        runner = self._start(metrics_port)
+        runner = self._start(metrics_port, metrics_host)
         try:
             if not runner.wait_ready(ready_timeout):
                 runner.stop_event.set()

@@ -18,7 +18,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from lagless.app.batch import async_batch_engine_handler, batch_engine_handler
 from lagless.app.handlers import HandlerSpec, async_engine_handler, engine_handler
-from lagless.app.health import AppHealth, serve
+from lagless.app.health import LOCALHOST, AppHealth, serve
 from lagless.app.outputs import OutputProducer
 from lagless.engine import Engine, EngineConfig, RunSummary
 from lagless.errors import ConfigError, LaglessError
@@ -45,12 +45,12 @@ class Runner:
         conf: Mapping[str, Any],
         specs: Sequence[HandlerSpec],
         configs: Sequence[EngineConfig],
-        metrics_port: int | None = None,
+        metrics: tuple[str, int | None] = (LOCALHOST, None),
     ) -> None:
         self._conf = dict(conf)
         self._specs = list(specs)
         self._configs = list(configs)
-        self._metrics_port = metrics_port
+        self._metrics_host, self._metrics_port = metrics
         self.stop_event = threading.Event()
         self._engines: dict[str, Engine] = {}
         self._running: dict[str, bool] = {s.name: False for s in specs}
@@ -84,7 +84,9 @@ class Runner:
                 self._threads.append(thread)
             if self._metrics_port is not None:
                 registries = {name: m.exposed() for name, m in self.metrics.items()}
-                self._server = serve(self._metrics_port, self.health, registries)
+                self._server = serve(
+                    self._metrics_host, self._metrics_port, self.health, registries
+                )
         except BaseException:
             self._close()
             raise

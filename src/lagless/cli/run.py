@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from lagless.app import App
+from lagless.app.health import LOCALHOST
 from lagless.cli.common import options, print_json, settings
 from lagless.cli.consume_run import EXIT_INTERRUPTED, describe
 from lagless.engine import OnFailure, Ordering
@@ -119,6 +120,10 @@ def run(
     metrics_port: Annotated[
         int | None, typer.Option(help="serve /metrics, /healthz and /readyz on this port")
     ] = None,
+    metrics_host: Annotated[
+        str,
+        typer.Option(help="address to serve them on; 0.0.0.0 for a Kubernetes probe"),
+    ] = LOCALHOST,
     as_json: Annotated[
         bool, typer.Option("--json", help="print one JSON object (summary per handler)")
     ] = False,
@@ -159,7 +164,7 @@ def run(
     opts = options(ctx)
     given = opts.bootstrap or opts.config or opts.state_dir
     configured = app.configured(settings(ctx) if given else None, **overrides)
-    summaries = configured.run(metrics_port=metrics_port)
+    summaries = configured.run(metrics_port=metrics_port, metrics_host=metrics_host)
     if as_json:
         print_json({name: s.to_json() for name, s in summaries.items()})
     else:
