@@ -50,8 +50,9 @@ def _topics(kafka: TestKafka) -> set[str]:
         probe.close()
 
 
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 def test_odd_return_values_go_to_the_dlq_with_a_reason_and_create_nothing(
-    lagless_kafka: TestKafka,
+    lagless_kafka: TestKafka, is_async: bool
 ) -> None:
     source, out, dlq = lagless_kafka.topic(), lagless_kafka.topic(), lagless_kafka.topic()
     missing = f"{out}-typo"
@@ -66,9 +67,14 @@ def test_odd_return_values_go_to_the_dlq_with_a_reason_and_create_nothing(
         "ok": lambda t: t,
     }
 
-    @app.handler(source, value=str, output=out, dlq=dlq)
     def odd(text: str) -> object:
         return returns[text](text)
+
+    async def odd_async(text: str) -> object:  # a coroutine it returns is not awaited either
+        return returns[text](text)
+
+    odd_async.__name__ = "odd"
+    app.handler(source, value=str, output=out, dlq=dlq)(odd_async if is_async else odd)
 
     lagless_kafka.produce(source, list(returns))
     summary = app.configured(lagless_kafka.settings).run()["odd"]
