@@ -131,3 +131,11 @@ def test_processes_are_refused_for_app_handlers_with_one_line() -> None:
 
     with pytest.raises(ConfigError, match="handler fine: processes=4"):
         app.configured(processes=4)  # e.g. lagless run --processes 4
+
+
+def test_an_async_decoder_is_refused() -> None:
+    async def parse(data: bytes | None) -> bytes | None:
+        return data
+
+    with pytest.raises(ConfigError, match="value=parse: an async def decoder"):
+        decoder(parse)

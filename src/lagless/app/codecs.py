@@ -26,6 +26,7 @@ bytes``, or a Schema Registry codec, which also needs the output topic) into an
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any, Protocol, get_origin, runtime_checkable
@@ -143,6 +144,11 @@ def decoder(spec: CodecSpec, what: str = "value") -> Decoder:
         return _model(spec)
     if any(spec is t for t in JSON_TYPES) or get_origin(spec) is not None:
         return _typed_json(spec)
+    if inspect.iscoroutinefunction(spec):
+        raise ConfigError(
+            f"{what}={getattr(spec, '__name__', spec)}: an async def decoder would hand the "
+            "handler a coroutine; decode synchronously (await in the handler)"
+        )
     if callable(spec):  # a function, or a type such as int or float
         return _custom(spec)
     raise ConfigError(
