@@ -139,3 +139,15 @@ def test_an_async_decoder_is_refused() -> None:
 
     with pytest.raises(ConfigError, match="value=parse: an async def decoder"):
         decoder(parse)
+
+
+def test_settings_and_a_bootstrap_at_once_are_refused() -> None:
+    from pathlib import Path
+
+    from lagless.config import KafkaSettings
+
+    settings = KafkaSettings(bootstrap="127.0.0.1:1")
+    with pytest.raises(ConfigError, match="settings= or bootstrap=/config_file="):
+        lagless.App(group="g", settings=settings, bootstrap="127.0.0.1:2")
+    with pytest.raises(ConfigError, match="settings= or bootstrap=/config_file="):
+        lagless.App(group="g", settings=settings, config_file=Path("lagless.toml"))

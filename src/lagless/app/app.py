@@ -59,6 +59,11 @@ class App:
     ) -> None:
         if not group:
             raise ConfigError("App(group=...): a consumer group id is needed")
+        if settings is not None and (bootstrap is not None or config_file is not None):
+            raise ConfigError(
+                "App(...): give settings= or bootstrap=/config_file=, not both (settings "
+                "would win and the others be ignored)"
+            )
         self.group = group
         self._settings = settings
         self._bootstrap = bootstrap
