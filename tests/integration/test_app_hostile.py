@@ -7,6 +7,7 @@ DLQ with a reason naming the problem; nothing is created or written silently."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import subprocess
 import threading
@@ -152,17 +153,21 @@ def test_run_async_cancelled_stops_the_app(lagless_kafka: TestKafka, after: floa
         ("import lagless\napp = lagless.App(group='g')\n"
          "@app.handler('t', on_failure='stop', output_conf={'lingr.ms': 5})\ndef h(value): ...\n",
          'handler h: output_conf: No such configuration property: "lingr.ms"'),
+        ("import lagless\napp = lagless.App(group='g')\n"
+         "@app.handler('t', on_failure='stop')\ndef h(value): ...\napp.run()\n",
+         "app.run() was called while lagless run imported 'service'"),
     ],
-    ids=["raises", "syntax-error", "no-attribute", "processes", "output-conf"],
+    ids=["raises", "syntax-error", "no-attribute", "processes", "output-conf", "runs-at-import"],
 )
 def test_lagless_run_of_a_module_that_fails_is_one_line(
     lagless_kafka: TestKafka, tmp_path: Path, source: str, message: str
 ) -> None:
     (tmp_path / "service.py").write_text(source)
     target = "service:nope" if "attribute" in message else "service:app"
+    env = {**os.environ, "LAGLESS_BOOTSTRAP": lagless_kafka.bootstrap}  # as the module sees it
     done = subprocess.run(
         [LAGLESS, "-b", lagless_kafka.bootstrap, "run", target],
-        capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False,
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env, check=False,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr

@@ -44,6 +44,20 @@ log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+_CLI_IMPORT: list[str] = []  # the module ``lagless run`` is importing, while it does
+
+
+@contextmanager
+def imported_by_cli(module: str) -> Iterator[None]:
+    """While ``lagless run`` imports ``module``: starting an app there is refused (an unguarded
+    ``app.run()`` would block the import, then the app would run a second time)."""
+    _CLI_IMPORT.append(module)
+    try:
+        yield
+    finally:
+        _CLI_IMPORT.remove(module)
+
+
 class App:
     """A group of handlers run together; see the module doc."""
 
@@ -148,6 +162,11 @@ class App:
     def _start(self, metrics_port: int | None, metrics_host: str = LOCALHOST) -> Runner:
         if self._runner is not None:
             raise ConfigError("the app is already running")
+        if _CLI_IMPORT:
+            raise ConfigError(
+                f"app.run() was called while lagless run imported {_CLI_IMPORT[-1]!r}: guard "
+                "it with `if __name__ == \"__main__\":` (lagless run starts the app itself)"
+            )
         if metrics_port is not None and not 0 < metrics_port < 65536:
             raise ConfigError(f"metrics port {metrics_port} is not a port (1-65535)")
         configs = self.engine_configs()

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from lagless.app import App
+from lagless.app.app import imported_by_cli
 from lagless.app.health import LOCALHOST
 from lagless.cli.common import options, print_json, settings
 from lagless.cli.consume_run import EXIT_INTERRUPTED, describe
@@ -36,7 +37,8 @@ def load_app(spec: str) -> App:
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     try:
-        module = importlib.import_module(module_name)
+        with imported_by_cli(module_name):
+            module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigError(f"cannot import {module_name!r}: {exc}") from None
     except ConfigError:
