@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
+from pydantic import BaseModel
 
 import lagless
-from lagless.engine.dlq import H_ERROR, H_OFFSET
+from lagless.engine.dlq import H_ERROR, H_OFFSET, H_TOPIC
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.offsets import probe_conf
@@ -239,3 +241,42 @@ def test_probes_answer_on_the_pods_address_with_metrics_host(lagless_kafka: Test
     with configured.running(metrics_port=port, metrics_host="0.0.0.0"):
         assert _status(f"http://{address}:{port}/readyz") == 200
         assert _status(f"http://{address}:{port}/healthz") == 200
+
+
+class Reading(BaseModel):
+    sensor: str
+    celsius: float
+
+
+def test_hostile_values_and_keys_reach_the_dlq_whole_with_reason_and_coordinates(
+    lagless_kafka: TestKafka,
+) -> None:
+    source, dlq = lagless_kafka.topic(), lagless_kafka.topic()
+    app = lagless.App(group=lagless_kafka.group(), **TIMINGS)
+    seen: list[Reading] = []
+
+    @app.handler(source, value=Reading, key=str, dlq=dlq)
+    def read(reading: Reading) -> None:
+        seen.append(reading)
+
+    huge = b"[" * 900_000  # close to the 1 MB default record limit, and not JSON
+    values: list[tuple[bytes | None, bytes | None]] = [
+        (b"", None), (None, None), (b"\xff\xfe", None), (b"[1, 2]", None), (huge, None),
+        (b'{"sensor": "s1", "celsius": 21.5}', b"\xff"),  # a key that is not UTF-8
+        (b'{"sensor": "s1", "celsius": 21.5}', b"k"),
+    ]  # fmt: skip
+    producer = Producer({**lagless_kafka.conf, "message.max.bytes": 2_000_000})
+    for value, key in values:
+        producer.produce(source, value, key=key)
+    assert producer.flush(30) == 0
+    summary = app.configured(lagless_kafka.settings).run()["read"]
+
+    assert (summary.ok, summary.dlq) == (1, 6) and seen == [Reading(sensor="s1", celsius=21.5)]
+    letters = sorted(lagless_kafka.read(dlq, count=6), key=lambda r: int(r.header(H_OFFSET) or 0))
+    assert [(r.value, r.key) for r in letters] == values[:6]  # kept whole, key and value
+    reasons = [(r.header(H_ERROR) or b"").decode() for r in letters]
+    assert reasons[0].startswith("not a valid Reading: Invalid JSON")
+    assert reasons[1] == "null, not a Reading"
+    assert reasons[3] == "not a valid Reading: Input should be an object"
+    assert reasons[5].startswith("not UTF-8 text")
+    assert {r.header(H_TOPIC) for r in letters} == {source.encode()}
