@@ -151,3 +151,15 @@ def test_settings_and_a_bootstrap_at_once_are_refused() -> None:
         lagless.App(group="g", settings=settings, bootstrap="127.0.0.1:2")
     with pytest.raises(ConfigError, match="settings= or bootstrap=/config_file="):
         lagless.App(group="g", settings=settings, config_file=Path("lagless.toml"))
+
+
+def test_a_decorator_without_its_topic_is_one_line() -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match=r'@app.handler needs its topic: @app.handler\("orders"'):
+
+        @app.handler  # type: ignore[arg-type]
+        def h(value: bytes) -> None: ...
+
+    for topics in ([], [""], ["a", 3], ""):
+        with pytest.raises(ConfigError, match="topic"):
+            app.handler(topics)  # type: ignore[arg-type]

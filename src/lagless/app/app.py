@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import copy
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -108,7 +108,7 @@ class App:
         ``batch_size`` it is a batch handler, :mod:`lagless.app.batch`). ``output_value`` /
         ``output_key``: how outputs are encoded (default: :func:`~lagless.app.codecs.encode`);
         ``output_conf``: librdkafka properties of its output producer (e.g. ``linger.ms``)."""
-        topics = (topic,) if isinstance(topic, str) else tuple(topic)
+        topics = _topics(topic)
         codecs = Codecs(value, key, output_value, output_key)
 
         def register(func: F) -> F:
@@ -281,6 +281,20 @@ class App:
         if self._runner is None:
             return {"alive": False, "ready": False, "handlers": {}}
         return self._runner.health().to_json()
+
+
+def _topics(topic: object) -> tuple[str, ...]:
+    """``@app.handler``'s topic or topics; ConfigError for anything else."""
+    if callable(topic):  # @app.handler without its arguments
+        raise ConfigError(
+            '@app.handler needs its topic: @app.handler("orders", ...), not @app.handler'
+        )
+    topics: tuple[object, ...] = (
+        (topic,) if isinstance(topic, str) else tuple(topic) if isinstance(topic, Iterable) else ()
+    )
+    if not topics or not all(isinstance(t, str) and t for t in topics):
+        raise ConfigError(f"@app.handler({topic!r}): give a topic name or a list of them")
+    return tuple(str(t) for t in topics)
 
 
 def _one_consumer_per_topic(configs: list[EngineConfig], specs: list[HandlerSpec]) -> None:
