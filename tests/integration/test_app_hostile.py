@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 import lagless
 from lagless.engine.dlq import H_ERROR, H_OFFSET, H_TOPIC
+from lagless.errors import ConfigError
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.offsets import probe_conf
@@ -280,3 +281,26 @@ def test_hostile_values_and_keys_reach_the_dlq_whole_with_reason_and_coordinates
     assert reasons[3] == "not a valid Reading: Input should be an object"
     assert reasons[5].startswith("not UTF-8 text")
     assert {r.header(H_TOPIC) for r in letters} == {source.encode()}
+
+
+def test_an_app_started_twice_at_once_runs_once(lagless_kafka: TestKafka) -> None:
+    source = lagless_kafka.topic()
+    app = lagless.App(group=lagless_kafka.group(), session_timeout_ms=6000,
+                      heartbeat_interval_ms=1500)  # fmt: skip
+
+    @app.handler(source, on_failure="stop")
+    def h(value: bytes) -> None: ...
+
+    configured = app.configured(lagless_kafka.settings)
+
+    async def main() -> list[BaseException | dict[str, lagless.RunSummary]]:
+        first = asyncio.create_task(configured.run_async())
+        second = asyncio.create_task(configured.run_async())  # starts while the first starts
+        await asyncio.sleep(2.0)
+        configured.stop()
+        return await asyncio.gather(first, second, return_exceptions=True)
+
+    results = asyncio.run(main())
+    refused = [r for r in results if isinstance(r, ConfigError)]
+    assert len(refused) == 1 and "already running" in str(refused[0]), results
+    assert not _app_threads(), "a second set of engines was left running"

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import copy
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -87,6 +88,8 @@ class App:
         self._overrides: dict[str, Any] = {}
         self.specs: list[HandlerSpec] = []
         self._runner: Runner | None = None
+        self._claim = threading.Lock()
+        self._busy = False  # started (or starting) and not finished
         self.summaries: dict[str, RunSummary] = {}
         self.hurried = False  # the last run was stopped at once (a second signal)
 
@@ -131,6 +134,8 @@ class App:
         other = copy.copy(self)
         other.specs = list(self.specs)
         other._runner = None
+        other._claim = threading.Lock()
+        other._busy = False
         other.summaries = {}
         other.hurried = False
         if settings is not None:
@@ -160,8 +165,19 @@ class App:
     # -- running --------------------------------------------------------------------------
 
     def _start(self, metrics_port: int | None, metrics_host: str = LOCALHOST) -> Runner:
-        if self._runner is not None:
-            raise ConfigError("the app is already running")
+        with self._claim:  # one run at a time, claimed before the (slow) start
+            if self._busy:
+                raise ConfigError("the app is already running")
+            self._busy = True
+        try:
+            runner = self._launch(metrics_port, metrics_host)
+        except BaseException:
+            self._busy = False
+            raise
+        self._runner = runner
+        return runner
+
+    def _launch(self, metrics_port: int | None, metrics_host: str) -> Runner:
         if _CLI_IMPORT:
             raise ConfigError(
                 f"app.run() was called while lagless run imported {_CLI_IMPORT[-1]!r}: guard "
@@ -175,7 +191,6 @@ class App:
         check_outputs_exist(conf, (s.output for s in self.specs if s.output is not None))
         runner = Runner(conf, self.specs, configs, metrics=(metrics_host, metrics_port))
         runner.start()
-        self._runner = runner
         return runner
 
     def _finish(self, runner: Runner) -> dict[str, RunSummary]:
@@ -184,6 +199,7 @@ class App:
         finally:
             self.hurried = runner.hurried
             self._runner = None
+            self._busy = False
         return self.summaries
 
     def run(
