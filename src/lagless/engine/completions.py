@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from queue import Empty
 
 from lagless.engine.config import OnFailure
 from lagless.engine.core import EngineCore
 from lagless.engine.dlq import DeadLettered
+from lagless.engine.messages import MessageBatch
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
 from lagless.engine.record import Record
 from lagless.engine.retry import Outcome, TaskResult
@@ -75,7 +77,7 @@ class Completing(EngineCore):
         self._results(state, records, done.epoch, result)
 
     def _results(
-        self, state: PartitionState, records: list[Record], epoch: int, result: TaskResult
+        self, state: PartitionState, records: Sequence[Record], epoch: int, result: TaskResult
     ) -> None:
         """A task's records finished: the successful ones are done, the failed go their way."""
         if result.seconds:
@@ -142,18 +144,21 @@ class Completing(EngineCore):
         self._finish(state, [letter.record], letter.outcome.finished_at, DLQ)
 
     def _finish(
-        self, state: PartitionState, records: list[Record], finished_at: float, kind: str
+        self, state: PartitionState, records: Sequence[Record], finished_at: float, kind: str
     ) -> None:
         """``records`` (of ``state``'s partition) finished at ``finished_at`` (wall clock)."""
         if not records:
             return
-        state.tracker.complete_many([r.offset for r in records])
+        state.tracker.complete_records(records)
         self._count(state, kind, len(records))
         if self._ledger is not None:
             for record in records:
                 self._ledger.write(record, kind, finished_at)
         end_ms = finished_at * 1000.0
-        ms = [end_ms - r.timestamp_ms for r in records if r.timestamp_ms is not None]
+        if isinstance(records, MessageBatch):  # timestamps without making records
+            ms = [end_ms - t for t in records.timestamps_ms()]
+        else:
+            ms = [end_ms - r.timestamp_ms for r in records if r.timestamp_ms is not None]
         if ms:
             self._latency.add_many(ms)
             observe_many(state.metrics.e2e, [max(m, 0.0) / 1000.0 for m in ms])
