@@ -11,6 +11,8 @@ import time
 from collections.abc import Sequence
 from queue import Empty
 
+import numpy as np
+
 from lagless.engine.config import OnFailure
 from lagless.engine.core import EngineCore
 from lagless.engine.dlq import DeadLettered
@@ -155,10 +157,12 @@ class Completing(EngineCore):
             for record in records:
                 self._ledger.write(record, kind, finished_at)
         end_ms = finished_at * 1000.0
-        if isinstance(records, MessageBatch):  # timestamps without making records
-            ms = [end_ms - t for t in records.timestamps_ms()]
-        else:
-            ms = [end_ms - r.timestamp_ms for r in records if r.timestamp_ms is not None]
-        if ms:
+        if isinstance(records, MessageBatch):  # timestamps read without making records
+            ms = end_ms - records.timestamps_ms()
             self._latency.add_many(ms)
-            observe_many(state.metrics.e2e, [max(m, 0.0) / 1000.0 for m in ms])
+            observe_many(state.metrics.e2e, np.maximum(ms, 0.0) / 1000.0)
+            return
+        ms_each = [end_ms - r.timestamp_ms for r in records if r.timestamp_ms is not None]
+        if ms_each:
+            self._latency.add_many(ms_each)
+            observe_many(state.metrics.e2e, [max(m, 0.0) / 1000.0 for m in ms_each])

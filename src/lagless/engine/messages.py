@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from itertools import groupby
+from operator import itemgetter
 from typing import Any, cast, overload
 
+import numpy as np
 from confluent_kafka import Message
+from numpy.typing import NDArray
 
 from lagless.engine.record import Record
 
@@ -27,6 +30,7 @@ _from_message = Record.from_message
 offset_of = cast("Callable[[Message], int]", Message.offset)  # of a consumed message: set
 _partition = Message.partition
 _timestamp = Message.timestamp
+_stamp = itemgetter(1)
 
 
 def _topic_partition(msg: Message) -> tuple[str | None, int | None]:
@@ -67,9 +71,13 @@ class MessageBatch(Sequence[Record]):
     def offsets(self) -> list[int]:
         return list(map(offset_of, self.messages))
 
-    def timestamps_ms(self) -> list[int]:
-        """The records' timestamps (ms since the epoch) of those that have one."""
-        return [ts for kind, ts in map(_timestamp, self.messages) if kind and ts >= 0]
+    def timestamps_ms(self) -> NDArray[np.int64]:
+        """The records' timestamps (ms since the epoch) of those that have one (a record
+        without one reads as -1: see ``Message.timestamp``)."""
+        stamps = np.fromiter(
+            map(_stamp, map(_timestamp, self.messages)), np.int64, len(self.messages)
+        )
+        return stamps if stamps.min() >= 0 else stamps[stamps >= 0]
 
     def __len__(self) -> int:
         return len(self.messages)
