@@ -16,7 +16,7 @@ import numpy as np
 from lagless.engine.config import OnFailure
 from lagless.engine.core import EngineCore
 from lagless.engine.dlq import DeadLettered
-from lagless.engine.messages import MessageBatch
+from lagless.engine.messages import MessageBatch, partition_of
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
 from lagless.engine.record import Record
 from lagless.engine.retry import Outcome, TaskResult
@@ -51,9 +51,10 @@ class Completing(EngineCore):
             except Empty:
                 return
 
-    def _current(self, record: Record, epoch: int) -> PartitionState | None:
-        """The state ``record`` belongs to, None if its partition was revoked or lost since."""
-        state = self._states.get((record.topic, record.partition))
+    def _current(self, records: Sequence[Record], epoch: int) -> PartitionState | None:
+        """The state ``records`` (of one partition) belong to, None if their partition was
+        revoked or lost since."""
+        state = self._states.get(partition_of(records))
         return state if state is not None and state.epoch == epoch else None
 
     def _completed(self, done: Completion) -> None:
@@ -61,7 +62,7 @@ class Completing(EngineCore):
         count = len(records)
         self._in_flight -= count
         self._tasks -= 1
-        state = self._current(records[0], done.epoch)
+        state = self._current(records, done.epoch)
         if state is not None:
             state.in_flight -= count
             self._dispatcher.release(records)
@@ -128,7 +129,7 @@ class Completing(EngineCore):
             )
 
     def _dead_lettered(self, letter: DeadLettered) -> None:
-        state = self._current(letter.record, letter.epoch)
+        state = self._current((letter.record,), letter.epoch)
         if state is None:
             return
         state.dead_letters -= 1

@@ -46,6 +46,14 @@ def partition_runs(messages: list[Message], one_topic: bool) -> list[list[Messag
     return [list(group) for _, group in groupby(messages, key)]
 
 
+def partition_of(task: Sequence[Record]) -> PartitionKey:
+    """The partition of a task's records (a batch knows it without making a record)."""
+    if isinstance(task, MessageBatch):
+        return task.tp
+    first = task[0]
+    return first.topic, first.partition
+
+
 class MessageBatch(Sequence[Record]):
     """Up to a batch's worth of consecutive fetched messages of one partition, seen as
     records (made on access, never cached: each access builds an equal record)."""

@@ -31,6 +31,7 @@ from lagless.engine.dlq import DeadLetterQueue
 from lagless.engine.events import EventKind
 from lagless.engine.idle import consumed_to_end
 from lagless.engine.intake import Intake
+from lagless.engine.messages import partition_of
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
 from lagless.engine.rebalance import Rebalancing
 from lagless.engine.retry import RetryPolicy
@@ -199,8 +200,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
             records = next_task(size, now)
             if records is None:
                 break
-            first = records[0]
-            state = states[(first.topic, first.partition)]
+            state = states[partition_of(records)]
             state.in_flight += len(records)
             self._in_flight += len(records)
             self._tasks += 1

@@ -62,7 +62,7 @@ def observe_many(histogram: Any, values: Sequence[float] | NDArray[np.floating[A
     buckets = histogram._buckets
     if isinstance(values, np.ndarray) or len(values) >= NUMPY_FROM:
         array = np.asarray(values, dtype=np.float64)
-        tally = np.bincount(np.searchsorted(bounds, array, side="left"))
+        tally = np.bincount(np.searchsorted(_bounds_array(histogram), array, side="left"))
         for index in np.flatnonzero(tally).tolist():
             buckets[min(index, len(buckets) - 1)].inc(int(tally[index]))
         histogram._sum.inc(float(array.sum()))
@@ -76,6 +76,15 @@ def observe_many(histogram: Any, values: Sequence[float] | NDArray[np.floating[A
 
 
 NUMPY_FROM = 64  # observe_many counts this many values or more with numpy
+
+
+def _bounds_array(histogram: Any) -> NDArray[np.float64]:
+    """A histogram child's bucket upper bounds as a numpy array (made once, kept on it)."""
+    bounds: NDArray[np.float64] | None = getattr(histogram, "_lagless_bounds", None)
+    if bounds is None:
+        bounds = np.asarray(histogram._upper_bounds, dtype=np.float64)
+        histogram._lagless_bounds = bounds
+    return bounds
 
 LATENCY_BUCKETS = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
