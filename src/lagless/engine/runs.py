@@ -32,9 +32,8 @@ from confluent_kafka import Message
 
 from lagless.engine.config import Ordering
 from lagless.engine.messages import MessageBatch
+from lagless.engine.ordering import PartitionKey, Turns
 from lagless.engine.record import Record
-
-PartitionKey = tuple[str, int]
 
 
 class RunQueue:
@@ -71,20 +70,13 @@ class RunQueue:
         return pieces[0] if len(pieces) == 1 else list(chain.from_iterable(pieces))
 
 
-class RunDispatcher:
+class RunDispatcher(Turns):
     """Per-partition run queues and the round-robin turn over partitions that may start."""
 
     def __init__(self, ordering: Ordering, linger_s: float = 0.0) -> None:
-        self.ordering = ordering
-        self.linger_s = linger_s
+        super().__init__(ordering, linger_s)
         self.exclusive = ordering is not Ordering.UNORDERED  # one batch in flight a partition
         self._queues: dict[PartitionKey, RunQueue] = {}
-        self._turn: deque[PartitionKey] = deque()
-        self._scheduled: set[PartitionKey] = set()
-        self.held = 0  # messages pushed and not started, over all partitions
-        self.ready = 0  # of which may start now
-        self.starving = 0  # open partitions holding nothing
-        self.lingering_until: float | None = None  # the next time a lingering batch is due
         self._orphans: dict[PartitionKey, int] = {}  # batches running from a closed queue
 
     def open(self, tp: PartitionKey) -> None:
@@ -100,12 +92,7 @@ class RunDispatcher:
             return 0
         if queue.busy:
             self._orphans[tp] = queue.busy
-        self.held -= queue.held
-        if not self._blocked(queue):
-            self.ready -= queue.held
-        if not queue.held:
-            self.starving -= 1
-        return queue.held
+        return self._dropped(queue.held, 0 if self._blocked(queue) else queue.held)
 
     def _blocked(self, queue: RunQueue) -> bool:
         return self.exclusive and queue.busy > 0
@@ -160,7 +147,6 @@ class RunDispatcher:
         """The next batch (up to ``size`` messages of one partition), partitions in turn;
         None if none may start now (nothing ready, or every partition lingers)."""
         self.lingering_until = None
-        linger = self.linger_s
         turn = self._turn
         for _ in range(len(turn)):
             tp = turn.popleft()
@@ -168,11 +154,7 @@ class RunDispatcher:
             if queue is None or not queue.held or self._blocked(queue):
                 self._scheduled.discard(tp)
                 continue
-            if linger and queue.held < size and now - queue.since < linger:
-                turn.append(tp)  # not full yet: keep its turn
-                due = queue.since + linger
-                if self.lingering_until is None or due < self.lingering_until:
-                    self.lingering_until = due
+            if self._lingers(tp, queue.held, queue.since, size, now):
                 continue
             messages = queue.take(size)
             self.held -= len(messages)
@@ -188,8 +170,3 @@ class RunDispatcher:
                 self.starving += 1
             return MessageBatch(messages, tp)
         return None
-
-    def _schedule(self, tp: PartitionKey) -> None:
-        if tp not in self._scheduled:
-            self._scheduled.add(tp)
-            self._turn.append(tp)
