@@ -20,6 +20,7 @@ from lagless.engine.dlq import H_ATTEMPTS, H_ERROR
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
+from lagless.observe.metrics import Metrics
 from lagless.produce.workloads import ID_HEADER
 from tests.conftest import Cluster
 from tests.integration.engine_helpers import (
@@ -93,10 +94,17 @@ def test_batches_process_every_record_once_and_keep_each_mode_order(
     config = engine_config(
         topic, group, ordering=ordering, batch_size=20, batch_linger_ms=20, max_in_flight=8
     )
-    summary = run_engine(cluster.conf, config, handle)
+    metrics = Metrics()
+    summary = run_engine(cluster.conf, config, handle, metrics)
 
     assert_exactly_once(Counter(calls.ids()), ids)
     assert summary.processed == summary.ok == 300
+    registry = metrics.registry
+    assert registry.get_sample_value("lagless_e2e_latency_seconds_count", {"topic": topic}) == 300
+    assert registry.get_sample_value(
+        "lagless_processing_seconds_count", {"topic": topic}
+    ) == len(calls.calls), "one handler call, one observation"
+    assert summary.e2e_ms.p50 is not None and summary.e2e_ms.p50 > 0
     assert all(1 <= len(c.records) <= 20 for c in calls.calls)
     assert max(len(c.records) for c in calls.calls) > 1, "records came in batches"
     for call in calls.calls:

@@ -39,10 +39,10 @@ def test_a_batch_pickles_as_a_plain_list_of_records() -> None:
     assert got[0].headers == (("h", b"x"),)
 
 
-def test_offsets_and_the_timestamps_that_exist() -> None:
+def test_offsets_and_timestamps() -> None:
     got = MessageBatch([message(0, ts=5), message(1, ts=-1), message(2, ts=7)], ("t", 0))
     assert (got.first_offset, got.last_offset, got.offsets()) == (0, 2, [0, 1, 2])
-    assert got.timestamps_ms().tolist() == [5, 7]
+    assert got.stamps_ms().tolist() == [5, -1, 7], "-1: no timestamp"
 
 
 def test_a_poll_splits_where_the_partition_changes() -> None:

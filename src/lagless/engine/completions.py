@@ -159,9 +159,14 @@ class Completing(EngineCore):
                 self._ledger.write(record, kind, finished_at)
         end_ms = finished_at * 1000.0
         if isinstance(records, MessageBatch):  # timestamps read without making records
-            ms = end_ms - records.timestamps_ms()
-            self._latency.add_many(ms)
-            observe_many(state.metrics.e2e, np.maximum(ms, 0.0) / 1000.0)
+            ms = end_ms - records.stamps_ms()
+            top = float(ms.max())
+            if top > end_ms:  # records without a timestamp (-1) have no latency
+                ms = ms[ms <= end_ms]
+                top = float(ms.max()) if len(ms) else 0.0
+            if len(ms):
+                self._latency.add_many(ms, top)
+                observe_many(state.metrics.e2e, np.maximum(ms, 0.0) / 1000.0)
             return
         ms_each = [end_ms - r.timestamp_ms for r in records if r.timestamp_ms is not None]
         if ms_each:

@@ -79,13 +79,12 @@ class MessageBatch(Sequence[Record]):
     def offsets(self) -> list[int]:
         return list(map(offset_of, self.messages))
 
-    def timestamps_ms(self) -> NDArray[np.int64]:
-        """The records' timestamps (ms since the epoch) of those that have one (a record
-        without one reads as -1: see ``Message.timestamp``)."""
-        stamps = np.fromiter(
+    def stamps_ms(self) -> NDArray[np.int64]:
+        """The records' timestamps in ms since the epoch, -1 for a record without one
+        (librdkafka's value for ``TIMESTAMP_NOT_AVAILABLE``)."""
+        return np.fromiter(
             map(_stamp, map(_timestamp, self.messages)), np.int64, len(self.messages)
         )
-        return stamps if stamps.min() >= 0 else stamps[stamps >= 0]
 
     def __len__(self) -> int:
         return len(self.messages)

@@ -57,11 +57,15 @@ class LatencyLog:
         if slot < self._capacity:
             self._ms[slot] = ms
 
-    def add_many(self, values: list[float] | NDArray[np.floating[Any]]) -> None:
+    def add_many(
+        self, values: list[float] | NDArray[np.floating[Any]], top: float | None = None
+    ) -> None:
+        """Add ``values`` (``top``: their maximum, if known)."""
         if not len(values):
             return
         array = np.asarray(values, dtype=np.float64)
-        top = float(array.max())
+        if top is None:
+            top = float(array.max())
         if self._max is None or top > self._max:
             self._max = top
         room = self._capacity - len(self._ms)
