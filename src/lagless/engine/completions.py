@@ -34,10 +34,11 @@ class Completing(EngineCore):
         """Handle every completion waiting (waiting up to ``wait`` s for the first)."""
         if self._dlq is not None:
             self._dlq.poll()
+        completions = self._completions  # this thread alone takes from it: empty() holds
+        if wait <= 0 and completions.empty():
+            return
         try:
-            item = (
-                self._completions.get(timeout=wait) if wait > 0 else self._completions.get_nowait()
-            )
+            item = completions.get(timeout=wait) if wait > 0 else completions.get_nowait()
         except Empty:
             return
         self._last_activity = time.monotonic()
@@ -46,10 +47,9 @@ class Completing(EngineCore):
                 self._completed(item)
             elif isinstance(item, DeadLettered):
                 self._dead_lettered(item)
-            try:
-                item = self._completions.get_nowait()
-            except Empty:
+            if completions.empty():
                 return
+            item = completions.get_nowait()
 
     def _current(self, records: Sequence[Record], epoch: int) -> PartitionState | None:
         """The state ``records`` (of one partition) belong to, None if their partition was
