@@ -30,8 +30,10 @@ from tests.integration.engine_helpers import (
     engine_config,
     kill_and_restart,
     produce_jobs,
+    read_ledgers,
     record_id,
 )
+from tests.integration.engine_helpers.ledger import handle_batch
 
 pytestmark = pytest.mark.integration
 
@@ -220,3 +222,32 @@ def test_async_batches_process_every_record_once_and_keep_key_order(
         for key in {r.key for r in call.records}:
             by_key[(call.records[0].partition, key)].append(call)
     assert_key_order(by_key)
+
+
+def test_batches_in_worker_processes_run_once_each_and_a_poison_ends_in_the_dlq_alone(
+    cluster: Cluster,
+    make_topic: Callable[..., str],
+    group: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    topic = make_topic(partitions=3)
+    dlq = make_topic(partitions=1)
+    ids = produce_jobs(cluster.conf, topic, 120, sleep_ms=(0, 1))
+    poison = ids[41]
+    ledger = tmp_path / "ledger"
+    monkeypatch.setenv("LAGLESS_TEST_LEDGER", str(ledger))  # the spawned workers inherit it
+    monkeypatch.setenv("LAGLESS_TEST_POISON", poison)
+
+    config = engine_config(
+        topic, group, processes=2, batch_size=20, batch_linger_ms=20, ordering=Ordering.UNORDERED,
+        dlq_topic=dlq, retries=1, retry_backoff_s=0.01,
+    )  # fmt: skip
+    summary = run_engine(cluster.conf, config, handle_batch)
+
+    assert_exactly_once(read_ledgers([ledger]), [i for i in ids if i != poison])
+    assert (summary.processed, summary.ok, summary.dlq) == (120, 119, 1)
+    letters = list(read_all(cluster.conf, dlq))
+    assert [header(m, ID_HEADER) for m in letters] == [poison.encode()], "the poison alone"
+    committed = committed_offsets(cluster.conf, group, [topic])
+    assert sum(committed.values()) == 120, committed
