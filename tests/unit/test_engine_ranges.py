@@ -98,6 +98,15 @@ def test_offsets_an_earlier_run_completed_are_skipped() -> None:
     assert (t.committable, t.pending) == (10, 0)
 
 
+def test_an_earlier_offset_that_never_comes_does_not_hold_later_runs_back() -> None:
+    t = RangeTracker(committed=0, completed=[3, 50])
+    assert not t.receive_run(messages(0, 1, 2, 3), 0.0)
+    t.receive_each(messages(0, 1, 2, 3), 0.0)
+    assert t.receive_run(messages(10, 11), 0.0), "50 is above it: one range"
+    assert t.receive_run(messages(60, 61), 0.0), "50 never came (compacted): forgotten"
+    assert t.completed_above() == [3], "until its batch finishes; 50 is not in the map"
+
+
 def test_re_deliveries_are_stale_and_an_offset_reset_is_followed() -> None:
     t = RangeTracker(committed=0)
     t.receive_run(messages(*range(10)), 0.0)

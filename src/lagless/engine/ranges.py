@@ -79,7 +79,7 @@ class RangeTracker(TrackerBase):
         first, last = messages[0].offset(), messages[-1].offset()
         assert first is not None and last is not None
         if (
-            self._earlier
+            (self._earlier and not self._none_earlier_in(first, last))
             or (self._last_received is not None and first <= self._last_received)
             or (self._next is not None and first < self._next)
         ):
@@ -88,6 +88,15 @@ class RangeTracker(TrackerBase):
         self._pending += len(messages)
         self._last_received = last
         return True
+
+    def _none_earlier_in(self, first: int, last: int) -> bool:
+        """Whether no offset an earlier run completed lies in ``first..last``. Those below
+        ``first`` never came (offsets arrive in order: compacted away) and are forgotten, so a
+        missing one does not hold every later run to the message-by-message path."""
+        earlier = self._earlier
+        if min(earlier) < first:
+            earlier.difference_update([o for o in earlier if o < first])
+        return not earlier or min(earlier) > last
 
     def receive_each(self, messages: list[Message], now: float) -> tuple[list[Message], int]:
         """Register fetched messages one by one (after :meth:`receive_run` said no): those to
