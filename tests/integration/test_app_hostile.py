@@ -114,6 +114,16 @@ def test_an_async_callable_object_is_awaited(lagless_kafka: TestKafka) -> None:
     assert sorted(r.value for r in lagless_kafka.read(out, 2)) == [b"A", b"B"]
 
 
+def _endless_app(kafka: TestKafka, source: str) -> lagless.App:
+    """An app on ``kafka`` with a no-op handler of ``source`` and no stop condition."""
+    app = lagless.App(group=kafka.group(), session_timeout_ms=6000, heartbeat_interval_ms=1500)
+
+    @app.handler(source, on_failure="stop")
+    def h(value: bytes) -> None: ...
+
+    return app.configured(kafka.settings)
+
+
 def _app_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("lagless")]
 
@@ -122,13 +132,7 @@ def _app_threads() -> list[str]:
 def test_run_async_cancelled_stops_the_app(lagless_kafka: TestKafka, after: float) -> None:
     source = lagless_kafka.topic()
     lagless_kafka.produce(source, [b"x"] * 5)
-    app = lagless.App(group=lagless_kafka.group(), session_timeout_ms=6000,
-                      heartbeat_interval_ms=1500)  # fmt: skip
-
-    @app.handler(source, on_failure="stop")  # no stop condition: only the cancel ends it
-    def h(value: bytes) -> None: ...
-
-    configured = app.configured(lagless_kafka.settings)
+    configured = _endless_app(lagless_kafka, source)
 
     async def main() -> None:
         task = asyncio.create_task(configured.run_async())
@@ -225,14 +229,7 @@ def test_probes_answer_on_the_pods_address_with_metrics_host(lagless_kafka: Test
     address = _own_address()
     if address is None:
         pytest.skip("this machine has no address other than loopback")
-    source = lagless_kafka.topic()
-    app = lagless.App(group=lagless_kafka.group(), session_timeout_ms=6000,
-                      heartbeat_interval_ms=1500)  # fmt: skip
-
-    @app.handler(source, on_failure="stop")
-    def h(value: bytes) -> None: ...
-
-    configured = app.configured(lagless_kafka.settings)
+    configured = _endless_app(lagless_kafka, lagless_kafka.topic())
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
@@ -284,14 +281,7 @@ def test_hostile_values_and_keys_reach_the_dlq_whole_with_reason_and_coordinates
 
 
 def test_an_app_started_twice_at_once_runs_once(lagless_kafka: TestKafka) -> None:
-    source = lagless_kafka.topic()
-    app = lagless.App(group=lagless_kafka.group(), session_timeout_ms=6000,
-                      heartbeat_interval_ms=1500)  # fmt: skip
-
-    @app.handler(source, on_failure="stop")
-    def h(value: bytes) -> None: ...
-
-    configured = app.configured(lagless_kafka.settings)
+    configured = _endless_app(lagless_kafka, lagless_kafka.topic())
 
     async def main() -> list[BaseException | dict[str, lagless.RunSummary]]:
         first = asyncio.create_task(configured.run_async())
