@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from lagless.engine.core import EngineCore
-from lagless.engine.partition import PartitionState
+from lagless.engine.core import EngineCore, topic_partition
+from lagless.engine.partition import PartitionKey, PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +19,33 @@ class Committing(EngineCore):
 
     def _commit_if_due(self) -> None:
         if self._policy.due(time.monotonic()):
+            self._skip_gaps(self._positions())
             self._commit(list(self._states.values()), sync=False)
+
+    def _positions(self) -> dict[PartitionKey, int]:
+        """The consumer's position of each assigned partition (where it has one). Taken on
+        the loop between polls, every record below it was offered to its partition: past
+        the last record, the position also moves past transaction markers."""
+        assert self._consumer is not None
+        keys = list(self._states)
+        if not keys:
+            return {}
+        try:
+            positions = self._consumer.position([topic_partition(k) for k in keys])
+        except KafkaException:
+            return {}
+        return {k: p.offset for k, p in zip(keys, positions, strict=True) if p.offset >= 0}
+
+    def _skip_gaps(self, positions: Mapping[PartitionKey, int]) -> None:
+        """Move each partition with nothing held (no record kept back either) to the
+        position taken while all its records below it were received: the offsets in
+        between are transaction markers, so the commit reaches the partition's end, as
+        Kafka's own consumers' does. Never from a position taken after a poll whose
+        records were dropped (stopping) or inside a rebalance callback."""
+        for key, position in positions.items():
+            state = self._states.get(key)
+            if state is not None and not state.backlog.kept and not state.busy:
+                state.tracker.skip_gap(position)
 
     def _commit(self, states: Iterable[PartitionState], *, sync: bool) -> None:
         """Commit each partition's first unfinished offset (+ offset map) that changed."""

@@ -267,6 +267,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
     def _shutdown(self) -> None:
         """Stop taking records, let in-flight ones finish (up to the budget), commit."""
         assert self._consumer is not None and self._workers is not None
+        positions = self._positions()  # before any poll drops records (see _skip_gaps)
         self._begin_stopping()
         self._workers.abort()
         if self._states:
@@ -284,6 +285,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
                 break
             self._consumer.consume(self.config.poll_batch, 0.0)  # serve callbacks only
             self._collect(wait=0.05)
+        self._skip_gaps(positions)
         self._commit(list(self._states.values()), sync=True)
         self._next_watch = 0.0  # the gauges' last word is the drained state, not a stale look
         self._watch()

@@ -1,0 +1,54 @@
+"""Offset gaps on the real broker: a transactional producer's commit markers take offsets no
+consumer sees. Once everything fetched is finished, the engine's commit moves past them to the
+partition's end (as Kafka's own consumers do), per record and in batch mode, so the group's lag
+is 0, not one record per transaction forever."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+
+import pytest
+from confluent_kafka import Producer
+
+from lagless.engine import Record, run_engine
+from lagless.kafka.admin import committed_offsets
+from lagless.kafka.offsets import end_offsets
+from tests.conftest import Cluster
+from tests.integration.engine_helpers import engine_config
+
+pytestmark = pytest.mark.integration
+
+
+def produce_transactions(conf: dict[str, object], topic: str, sizes: Sequence[int]) -> None:
+    """One transaction of ``size`` records to partition 0 per entry of ``sizes``."""
+    producer = Producer({**conf, "transactional.id": f"tx-{uuid.uuid4().hex[:8]}"})
+    producer.init_transactions(15)
+    n = 0
+    for size in sizes:
+        producer.begin_transaction()
+        for _ in range(size):
+            producer.produce(topic, f"v{n}".encode(), partition=0)
+            n += 1
+        producer.commit_transaction(15)
+
+
+@pytest.mark.parametrize("batch_size", [0, 7])
+def test_the_commit_moves_past_transaction_markers_to_the_end(
+    cluster: Cluster, make_topic: Callable[..., str], group: str, batch_size: int
+) -> None:
+    topic = make_topic(partitions=1)
+    produce_transactions(cluster.conf, topic, [10, 10])
+    end = end_offsets(cluster.conf, [(topic, 0)])[(topic, 0)]
+    assert end == 22, "20 records + 2 commit markers"
+    seen: list[int] = []
+
+    def handle(records: Sequence[Record] | Record) -> None:
+        seen.extend(r.offset for r in ([records] if isinstance(records, Record) else records))
+
+    extra = {"batch_size": batch_size, "batch_linger_ms": 20} if batch_size else {}
+    summary = run_engine(cluster.conf, engine_config(topic, group, **extra), handle)
+
+    assert sorted(seen) == [*range(10), *range(11, 21)]
+    assert summary.processed == summary.ok == 20
+    assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): end}
