@@ -1,7 +1,8 @@
 """Offset gaps on the real broker: a transactional producer's commit markers take offsets no
 consumer sees. Once everything fetched is finished, the engine's commit moves past them to the
 partition's end (as Kafka's own consumers do), per record and in batch mode, so the group's lag
-is 0, not one record per transaction forever."""
+is 0, not one record per transaction forever. And ``count`` stops at exactly N records when
+batches are bigger than what is left."""
 
 from __future__ import annotations
 
@@ -52,3 +53,25 @@ def test_the_commit_moves_past_transaction_markers_to_the_end(
     assert sorted(seen) == [*range(10), *range(11, 21)]
     assert summary.processed == summary.ok == 20
     assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): end}
+
+
+@pytest.mark.parametrize("ordering", ["partition", "unordered"])
+def test_count_stops_at_exactly_n_records_with_batches(
+    cluster: Cluster, make_topic: Callable[..., str], group: str, ordering: str
+) -> None:
+    topic = make_topic(partitions=1)
+    produce_transactions(cluster.conf, topic, [30])
+    seen: list[int] = []
+
+    def handle(records: Sequence[Record]) -> None:
+        seen.extend(r.offset for r in records)
+
+    config = engine_config(
+        topic, group, ordering=ordering, batch_size=7, batch_linger_ms=20, count=10,
+        until_idle_s=None,
+    )  # fmt: skip
+    summary = run_engine(cluster.conf, config, handle)
+
+    assert sorted(seen) == list(range(10)), "exactly the first 10, each once"
+    assert summary.processed == summary.ok == 10
+    assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): 10}
