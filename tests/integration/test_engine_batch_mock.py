@@ -5,14 +5,16 @@ the commit are skipped, exactly those, and every other one runs once."""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from lagless.engine import Ordering, Record, offset_map, run_engine
+from lagless.engine import EngineConfig, Ordering, Record, offset_map, run_engine
+from lagless.engine.summary import RunSummary
 from tests.integration.engine_helpers import engine_config
 
 pytestmark = pytest.mark.integration
@@ -34,9 +36,7 @@ def test_batches_skip_exactly_what_an_earlier_run_completed_above_the_commit(
     assert producer.flush(15) == 0
     earlier = Consumer({**conf, "group.id": group, "enable.auto.commit": False})
     meta = offset_map.encode(COMMITTED, DONE_EARLIER)
-    earlier.commit(
-        offsets=[TopicPartition(topic, 0, COMMITTED, metadata=meta)], asynchronous=False
-    )
+    earlier.commit(offsets=[TopicPartition(topic, 0, COMMITTED, metadata=meta)], asynchronous=False)
     earlier.close()
     seen: Counter[int] = Counter()
     lock = threading.Lock()
@@ -57,3 +57,91 @@ def test_batches_skip_exactly_what_an_earlier_run_completed_above_the_commit(
     [back] = reader.committed([TopicPartition(topic, 0)], timeout=10)
     reader.close()
     assert (back.offset, back.metadata) == (RECORDS, ""), "the end, no map left"
+
+
+PARTITIONS = 4  # the mock cluster auto-creates topics with 4 partitions
+RATE_S = 0.01
+
+
+def _produce_for(
+    conf: dict[str, str], topic: str, seconds: float, ids: list[int], created: threading.Event
+) -> None:
+    """Records to every partition for ``seconds``; ``created`` once the topic exists (the
+    mock cluster creates it on first use)."""
+    producer = Producer(conf)
+    deadline = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < deadline:
+        producer.produce(topic, b"%d" % n, partition=n % PARTITIONS)
+        ids.append(n)
+        n += 1
+        producer.poll(0)
+        if n == 1:
+            assert producer.flush(15) == 0
+            created.set()
+        time.sleep(RATE_S)
+    assert producer.flush(15) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ["cooperative-sticky", "range", "consumer"])
+def test_a_member_joining_mid_batch_loses_nothing_and_commits_the_ends(
+    mock_bootstrap: str, protocol: str
+) -> None:
+    """A second member joins while the first runs partition batches (classic cooperative and
+    eager, KIP-848): every record runs, in offset order within each member's share of a
+    partition, and the group's commits reach every partition's end."""
+    conf = {"bootstrap.servers": mock_bootstrap}
+    topic, group = f"join-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    group_flags: dict[str, object] = (
+        {"group_protocol": "consumer"}
+        if protocol == "consumer"
+        else {"assignor": protocol, "session_timeout_ms": 6000, "heartbeat_interval_ms": 1500}
+    )
+    config = EngineConfig.build(
+        topics=(topic,), group=group, ordering="partition", batch_size=7, batch_linger_ms=10,
+        until_idle_s=3.0, on_failure="stop", **group_flags,
+    )  # fmt: skip
+    seen: list[tuple[str, int, int, int]] = []  # member, partition, offset, value
+    lock = threading.Lock()
+
+    def member(name: str) -> Callable[[Sequence[Record]], None]:
+        def handle(records: Sequence[Record]) -> None:
+            time.sleep(0.002 * len(records))
+            with lock:
+                seen.extend((name, r.partition, r.offset, int(r.value or b"-1")) for r in records)
+
+        return handle
+
+    ids: list[int] = []
+    created = threading.Event()
+    producing = threading.Thread(target=_produce_for, args=(conf, topic, 8.0, ids, created))
+    producing.start()
+    assert created.wait(15), "the topic was created"
+    summaries: list[RunSummary] = []
+    first = threading.Thread(target=lambda: summaries.append(run_engine(conf, config, member("a"))))
+    first.start()
+    time.sleep(2.0)
+    second = threading.Thread(
+        target=lambda: summaries.append(run_engine(conf, config, member("b")))
+    )
+    second.start()
+    producing.join(30)
+    first.join(90)
+    second.join(90)
+
+    assert not first.is_alive() and not second.is_alive()
+    assert len(summaries) == 2, "both members ended without an error"
+    assert sum(s.rebalances for s in summaries) >= 2
+    values = Counter(v for *_, v in seen)
+    assert set(values) == set(ids), f"lost: {sorted(set(ids) - set(values))[:10]}"
+    assert {m for m, *_ in seen} == {"a", "b"}, "the second member got partitions"
+    for name in ("a", "b"):
+        for p in range(PARTITIONS):
+            offsets = [o for m, q, o, _ in seen if m == name and q == p]
+            assert offsets == sorted(offsets), f"{name} ran partition {p} out of order"
+    reader = Consumer({**conf, "group.id": group})
+    back = reader.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
+    reader.close()
+    per_partition = Counter(n % PARTITIONS for n in ids)
+    assert {tp.partition: tp.offset for tp in back} == dict(per_partition)
