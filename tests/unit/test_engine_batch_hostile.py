@@ -73,3 +73,22 @@ def test_naming_a_record_not_in_the_batch_is_refused(foreign: Record) -> None:
     assert set(result.failed) == {0, 1, 2, 3}, "no record of the batch counts as done"
     assert {o.error_class for o in result.failed.values()} == {"TypeError"}
     assert "not in its batch" in result.failed[0].error_message
+
+
+def test_a_handler_that_empties_its_list_changes_nothing_the_engine_holds() -> None:
+    """In a worker process the batch is a plain list: a handler that pops from it (then
+    raises, or not) must not change the records the rule retries, splits and reports."""
+    records = [Record("t", 0, o, None, b"v%d" % o, None) for o in range(6)]
+    calls: list[list[int]] = []
+
+    def handler(got: list[Record]) -> None:
+        calls.append([r.offset for r in got])
+        if any(r.offset == 4 for r in got):
+            got.clear()
+            raise RuntimeError("poison 4")
+        got.pop()
+
+    result = run_batch(handler, records, RetryPolicy(retries=1), lambda s: False)
+    assert [r.offset for r in records] == list(range(6)), "the engine's records untouched"
+    assert set(result.failed) == {4}, "only the poison failed"
+    assert calls[0] == calls[1] == list(range(6)), "the retry had the whole batch again"

@@ -85,10 +85,17 @@ def _named(result: object, batch: Sequence[Record]) -> dict[int, BaseException]:
     return errors
 
 
+def _given(batch: Sequence[Record]) -> Sequence[Record]:
+    """What the handler gets: the batch itself if immutable (a :class:`MessageBatch`), else
+    a copy (a worker process's list): a handler that mutates its list (pops, clears, sorts)
+    changes nothing the rule retries, splits, or matches named records against."""
+    return batch if isinstance(batch, MessageBatch) else list(batch)
+
+
 def _call(handler: BatchHandler, batch: Sequence[Record], seconds: list[float]) -> _Call:
     started = time.perf_counter()
     try:
-        errors = _named(handler(batch), batch)
+        errors = _named(handler(_given(batch)), batch)
     except BaseException as exc:  # any failure, whatever its kind, is the batch's
         seconds.append(time.perf_counter() - started)
         return _Call({}, exc)
@@ -100,7 +107,7 @@ async def _call_async(handler: Any, batch: Sequence[Record], seconds: list[float
     """:func:`_call` for an ``async def`` batch handler (awaited on the engine's loop)."""
     started = time.perf_counter()
     try:
-        result = handler(batch)
+        result = handler(_given(batch))
         if not inspect.isawaitable(result):
             raise UnsupportedResultError(
                 f"async handler returned {type(result).__name__}, not an awaitable"
