@@ -15,8 +15,9 @@ from confluent_kafka import Producer
 from lagless.engine import Record, run_engine
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.offsets import end_offsets
+from lagless.produce.workloads import ID_HEADER
 from tests.conftest import Cluster
-from tests.integration.engine_helpers import engine_config
+from tests.integration.engine_helpers import engine_config, produce_jobs
 
 pytestmark = pytest.mark.integration
 
@@ -75,3 +76,25 @@ def test_count_stops_at_exactly_n_records_with_batches(
     assert sorted(seen) == list(range(10)), "exactly the first 10, each once"
     assert summary.processed == summary.ok == 10
     assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): 10}
+
+
+def test_batches_kept_by_the_handler_read_the_same_records_after_the_run(
+    cluster: Cluster, make_topic: Callable[..., str], group: str
+) -> None:
+    """A handler may keep its batch: after the engine closed its consumer, the batch's
+    records (made lazily) still read their values, headers and timestamps."""
+    topic = make_topic(partitions=2)
+    ids = produce_jobs(cluster.conf, topic, 50, sleep_ms=(0, 1))
+    kept: list[Sequence[Record]] = []
+    during: list[tuple[int, int, bytes | None, bytes | None]] = []
+
+    def handle(records: Sequence[Record]) -> None:
+        kept.append(records)
+        during.extend((r.partition, r.offset, r.value, r.header(ID_HEADER)) for r in records)
+
+    config = engine_config(topic, group, batch_size=9, batch_linger_ms=20)
+    run_engine(cluster.conf, config, handle)
+
+    after = [(r.partition, r.offset, r.value, r.header(ID_HEADER)) for b in kept for r in b]
+    assert after == during
+    assert sorted(h.decode() for *_, h in after if h is not None) == sorted(ids)
