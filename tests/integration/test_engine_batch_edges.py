@@ -98,3 +98,21 @@ def test_batches_kept_by_the_handler_read_the_same_records_after_the_run(
     after = [(r.partition, r.offset, r.value, r.header(ID_HEADER)) for b in kept for r in b]
     assert after == during
     assert sorted(h.decode() for *_, h in after if h is not None) == sorted(ids)
+
+
+def test_a_partial_batch_goes_after_its_linger_and_until_idle_waits_for_it(
+    cluster: Cluster, make_topic: Callable[..., str], group: str
+) -> None:
+    topic = make_topic(partitions=1)
+    ids = produce_jobs(cluster.conf, topic, 3, sleep_ms=(0, 1))
+    calls: list[int] = []
+
+    def handle(records: Sequence[Record]) -> None:
+        calls.append(len(records))
+
+    config = engine_config(topic, group, batch_size=500, batch_linger_ms=1000, until_idle_s=0.5)
+    summary = run_engine(cluster.conf, config, handle)
+
+    assert calls == [len(ids)], "one batch of the 3, after the linger; none left behind"
+    assert summary.processed == 3
+    assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): 3}
