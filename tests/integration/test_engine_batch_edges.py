@@ -6,6 +6,7 @@ batches are bigger than what is left."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Sequence
 
@@ -13,6 +14,7 @@ import pytest
 from confluent_kafka import Producer
 
 from lagless.engine import Record, run_engine
+from lagless.errors import RecordCoordinates, RecordError
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.offsets import end_offsets
 from lagless.produce.workloads import ID_HEADER
@@ -116,3 +118,32 @@ def test_a_partial_batch_goes_after_its_linger_and_until_idle_waits_for_it(
     assert calls == [len(ids)], "one batch of the 3, after the linger; none left behind"
     assert summary.processed == 3
     assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): 3}
+
+
+@pytest.mark.parametrize("ordering", ["partition", "unordered"])
+def test_a_poison_in_a_batch_with_on_failure_stop_commits_up_to_it_and_names_it(
+    cluster: Cluster, make_topic: Callable[..., str], group: str, ordering: str
+) -> None:
+    """The engine stops on the poison: the error names its coordinates, the commit stops
+    exactly at it (the rest of its batch and everything before finished), and a restart
+    begins there."""
+    topic = make_topic(partitions=1)
+    produce_jobs(cluster.conf, topic, 40, sleep_ms=(0, 1))
+    poison = 12
+
+    def handle(records: Sequence[Record]) -> None:
+        time.sleep(0.005)
+        if any(r.offset == poison for r in records):
+            raise RuntimeError("poison")
+
+    config = engine_config(
+        topic, group, ordering=ordering, batch_size=5, max_in_flight=4, retries=0,
+        on_failure="stop",
+    )  # fmt: skip
+    with pytest.raises(RecordError) as failed:
+        run_engine(cluster.conf, config, handle)
+    assert failed.value.coordinates == RecordCoordinates(topic, 0, poison)
+    assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): poison}
+    again: list[int] = []
+    run_engine(cluster.conf, config, lambda rs: again.extend(r.offset for r in rs))
+    assert sorted(again)[0] == poison and sorted(set(again)) == list(range(poison, 40))
