@@ -179,15 +179,16 @@ MAX_PENDING = 10
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("ordering", ["partition", "unordered"])
 def test_sigkill_mid_batch_then_restart_loses_nothing(
-    cluster: Cluster, make_topic: Callable[..., str], group: str, tmp_path: Path
+    cluster: Cluster, make_topic: Callable[..., str], group: str, tmp_path: Path, ordering: str
 ) -> None:
     topic = make_topic(partitions=PARTITIONS)
     ids = produce_jobs(cluster.conf, topic, 600, sleep_ms=(5, 15))
     cmd = consume_cmd(
         cluster.bootstrap, topic, group,
         "--handler", LEDGER_BATCH_HANDLER, "--batch-size", "5", "--batch-linger-ms", "20",
-        "--ordering", "partition", "--max-pending", str(MAX_PENDING), "--commit-every", "1",
+        "--ordering", ordering, "--max-pending", str(MAX_PENDING), "--commit-every", "1",
         "--on-failure", "stop", "--until-idle", "3", "--json",
     )  # fmt: skip
     kill_and_restart(
