@@ -147,3 +147,28 @@ def test_a_poison_in_a_batch_with_on_failure_stop_commits_up_to_it_and_names_it(
     again: list[int] = []
     run_engine(cluster.conf, config, lambda rs: again.extend(r.offset for r in rs))
     assert sorted(again)[0] == poison and sorted(set(again)) == list(range(poison, 40))
+
+
+@pytest.mark.parametrize(("size", "ordering"), [(1, "key"), (1, "unordered"), (500, "partition")])
+def test_batches_of_one_and_of_five_hundred_run_every_record_once_in_order(
+    cluster: Cluster, make_topic: Callable[..., str], group: str, size: int, ordering: str
+) -> None:
+    topic = make_topic(partitions=3)
+    ids = produce_jobs(cluster.conf, topic, 900, sleep_ms=(0, 1), keys=5)
+    calls: list[list[tuple[int, int, bytes | None]]] = []
+
+    def handle(records: Sequence[Record]) -> None:
+        calls.append([(r.partition, r.offset, r.header(ID_HEADER)) for r in records])
+
+    config = engine_config(topic, group, ordering=ordering, batch_size=size, batch_linger_ms=50)
+    summary = run_engine(cluster.conf, config, handle)
+
+    got = [h.decode() for call in calls for *_, h in call if h is not None]
+    assert sorted(got) == sorted(ids) and summary.processed == 900
+    assert all(1 <= len(c) <= size for c in calls) and (size == 1 or max(map(len, calls)) > 100)
+    if ordering != "unordered":
+        for p in range(3):
+            offsets = [o for call in calls for q, o, _ in call if q == p]
+            assert offsets == sorted(offsets), f"partition {p} out of order"
+    ends = committed_offsets(cluster.conf, group, [topic])
+    assert sum(ends.values()) == 900
