@@ -1,5 +1,6 @@
 """A hostile handler against a batch: indexes out of range, slices with steps, reversed,
-keeps records, and names records that are not in its batch (refused: the call fails)."""
+keeps records, mutates its list, and names records that are not in its batch (refused: the
+call fails). And the trackers' skip past transaction markers."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from confluent_kafka import Message
 
 from lagless.engine.batch import run_batch
 from lagless.engine.messages import MessageBatch
+from lagless.engine.ranges import RangeTracker
 from lagless.engine.record import Record
 from lagless.engine.retry import RetryPolicy
+from lagless.engine.tracker import PartitionTracker
 
 
 def message(offset: int, partition: int = 0) -> Message:
@@ -92,3 +95,20 @@ def test_a_handler_that_empties_its_list_changes_nothing_the_engine_holds() -> N
     assert [r.offset for r in records] == list(range(6)), "the engine's records untouched"
     assert set(result.failed) == {4}, "only the poison failed"
     assert calls[0] == calls[1] == list(range(6)), "the retry had the whole batch again"
+
+
+def test_a_gap_is_skipped_only_when_nothing_is_held_and_never_backwards() -> None:
+    ranges = RangeTracker(committed=0)
+    run = [message(o) for o in range(5)]
+    assert ranges.receive_run(run, 0.0)
+    ranges.skip_gap(6)
+    assert ranges.committable == 0, "records held: the position says nothing about them"
+    ranges.complete_records(MessageBatch(run, ("t", 0)))
+    assert ranges.committable == 5
+    ranges.skip_gap(6)  # offset 5 is a transaction marker
+    assert ranges.committable == 6
+    ranges.skip_gap(3)
+    assert ranges.committable == 6, "never backwards"
+    per_record = PartitionTracker(committed=None)
+    per_record.skip_gap(9)
+    assert per_record.committable is None, "nothing known: no guess"
