@@ -6,6 +6,7 @@ batches are bigger than what is left."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -210,3 +211,34 @@ def test_a_process_handler_that_mutates_its_list_still_sends_only_the_poison_to_
     assert (summary.processed, summary.ok, summary.dlq) == (80, 79, 1)
     letters = list(read_all(cluster.conf, dlq))
     assert [header(m, ID_HEADER) for m in letters] == [poison.encode()], "the poison alone"
+
+
+@pytest.mark.parametrize("how", ["raises", "names"])
+def test_an_async_batch_handler_sends_only_the_poison_to_the_dlq(
+    cluster: Cluster, make_topic: Callable[..., str], group: str, how: str
+) -> None:
+    topic = make_topic(partitions=2)
+    dlq = make_topic(partitions=1)
+    ids = produce_jobs(cluster.conf, topic, 60, sleep_ms=(0, 1))
+    poison = ids[23]
+    done: list[str] = []
+
+    async def handle(records: Sequence[Record]) -> dict[Record, Exception] | None:
+        await asyncio.sleep(0.001)
+        bad = [r for r in records if (r.header(ID_HEADER) or b"").decode() == poison]
+        if bad and how == "raises":
+            raise RuntimeError("poison in this batch")
+        done.extend((r.header(ID_HEADER) or b"?").decode() for r in records if r not in bad)
+        return {bad[0]: ValueError("poison")} if bad else None
+
+    config = engine_config(
+        topic, group, batch_size=8, batch_linger_ms=20, dlq_topic=dlq, retries=1,
+        retry_backoff_s=0.01,
+    )  # fmt: skip
+    summary = run_engine(cluster.conf, config, handle)
+
+    assert sorted(done) == sorted(i for i in ids if i != poison), "each other record once"
+    assert (summary.processed, summary.ok, summary.dlq) == (60, 59, 1)
+    letters = list(read_all(cluster.conf, dlq))
+    assert [header(m, ID_HEADER) for m in letters] == [poison.encode()]
+    assert sum(committed_offsets(cluster.conf, group, [topic]).values()) == 60
