@@ -29,6 +29,7 @@ from tests.integration.engine_helpers import (
     consume_cmd,
     engine_config,
     kill_and_restart,
+    mutating,
     produce_jobs,
     read_ledgers,
     record_id,
@@ -103,9 +104,9 @@ def test_batches_process_every_record_once_and_keep_each_mode_order(
     assert summary.processed == summary.ok == 300
     registry = metrics.registry
     assert registry.get_sample_value("lagless_e2e_latency_seconds_count", {"topic": topic}) == 300
-    assert registry.get_sample_value(
-        "lagless_processing_seconds_count", {"topic": topic}
-    ) == len(calls.calls), "one handler call, one observation"
+    assert registry.get_sample_value("lagless_processing_seconds_count", {"topic": topic}) == len(
+        calls.calls
+    ), "one handler call, one observation"
     assert summary.e2e_ms.p50 is not None and summary.e2e_ms.p50 > 0
     assert all(1 <= len(c.records) <= 20 for c in calls.calls)
     assert max(len(c.records) for c in calls.calls) > 1, "records came in batches"
@@ -135,9 +136,10 @@ def test_batches_process_every_record_once_and_keep_each_mode_order(
             assert_one_at_a_time(held, f"partition {p}")
 
 
+@pytest.mark.parametrize("runs_on", ["threads", "async"])
 @pytest.mark.parametrize("how", ["raises", "names"])
 def test_a_failing_record_in_a_batch_goes_to_the_dlq_alone_and_the_rest_is_committed(
-    cluster: Cluster, make_topic: Callable[..., str], group: str, how: str
+    cluster: Cluster, make_topic: Callable[..., str], group: str, how: str, runs_on: str
 ) -> None:
     topic = make_topic(partitions=1)
     dlq = make_topic(partitions=1)
@@ -153,11 +155,15 @@ def test_a_failing_record_in_a_batch_goes_to_the_dlq_alone_and_the_rest_is_commi
         calls.add([r for r in records if r not in bad], started)
         return {bad[0]: ValueError(f"poison {poison}")} if bad else None
 
+    async def handle_async(records: Sequence[Record]) -> dict[Record, Exception] | None:
+        await asyncio.sleep(0.001)
+        return handle(records)
+
     config = engine_config(
         topic, group, dlq_topic=dlq, batch_size=10, batch_linger_ms=50,
         retries=1, retry_backoff_s=0.01,
     )  # fmt: skip
-    summary = run_engine(cluster.conf, config, handle)
+    summary = run_engine(cluster.conf, config, handle_async if runs_on == "async" else handle)
 
     good = [i for i in ids if i != poison]
     assert_exactly_once(Counter(calls.ids()), good)
@@ -225,13 +231,20 @@ def test_async_batches_process_every_record_once_and_keep_key_order(
     assert_key_order(by_key)
 
 
+@pytest.mark.parametrize(
+    "handler", [handle_batch, mutating.handle_batch], ids=["reads", "pops-and-clears"]
+)
 def test_batches_in_worker_processes_run_once_each_and_a_poison_ends_in_the_dlq_alone(
     cluster: Cluster,
     make_topic: Callable[..., str],
     group: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    handler: Callable[..., None],
 ) -> None:
+    """In a worker process a batch is a plain list. A handler that pops and clears it
+    ("pops-and-clears") used to break the batch rule: IndexError while splitting, the engine
+    stopped; it now gets a copy each call."""
     topic = make_topic(partitions=3)
     dlq = make_topic(partitions=1)
     ids = produce_jobs(cluster.conf, topic, 120, sleep_ms=(0, 1))
@@ -244,7 +257,7 @@ def test_batches_in_worker_processes_run_once_each_and_a_poison_ends_in_the_dlq_
         topic, group, processes=2, batch_size=20, batch_linger_ms=20, ordering=Ordering.UNORDERED,
         dlq_topic=dlq, retries=1, retry_backoff_s=0.01,
     )  # fmt: skip
-    summary = run_engine(cluster.conf, config, handle_batch)
+    summary = run_engine(cluster.conf, config, handler)
 
     assert_exactly_once(read_ledgers([ledger]), [i for i in ids if i != poison])
     assert (summary.processed, summary.ok, summary.dlq) == (120, 119, 1)

@@ -6,11 +6,9 @@ batches are bigger than what is left."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -19,16 +17,11 @@ from lagless.engine import Record, run_engine
 from lagless.errors import RecordCoordinates, RecordError
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.offsets import end_offsets
-from lagless.kafka.reader import read_all
-from lagless.kafka.records import header
 from lagless.produce.workloads import ID_HEADER
 from tests.conftest import Cluster
 from tests.integration.engine_helpers import (
-    assert_exactly_once,
     engine_config,
-    mutating,
     produce_jobs,
-    read_ledgers,
 )
 
 pytestmark = pytest.mark.integration
@@ -182,63 +175,3 @@ def test_batches_of_one_and_of_five_hundred_run_every_record_once_in_order(
             assert offsets == sorted(offsets), f"partition {p} out of order"
     ends = committed_offsets(cluster.conf, group, [topic])
     assert sum(ends.values()) == 900
-
-
-def test_a_process_handler_that_mutates_its_list_still_sends_only_the_poison_to_the_dlq(
-    cluster: Cluster,
-    make_topic: Callable[..., str],
-    group: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """In a worker process a batch is a plain list: a handler that pops and clears it used to
-    break the batch rule (IndexError while splitting: the engine stopped)."""
-    topic = make_topic(partitions=2)
-    dlq = make_topic(partitions=1)
-    ids = produce_jobs(cluster.conf, topic, 80, sleep_ms=(0, 1))
-    poison = ids[29]
-    ledger = tmp_path / "ledger"
-    monkeypatch.setenv("LAGLESS_TEST_LEDGER", str(ledger))  # the spawned workers inherit it
-    monkeypatch.setenv("LAGLESS_TEST_POISON", poison)
-
-    config = engine_config(
-        topic, group, processes=2, batch_size=10, batch_linger_ms=20, dlq_topic=dlq,
-        retries=1, retry_backoff_s=0.01,
-    )  # fmt: skip
-    summary = run_engine(cluster.conf, config, mutating.handle_batch)
-
-    assert_exactly_once(read_ledgers([ledger]), [i for i in ids if i != poison])
-    assert (summary.processed, summary.ok, summary.dlq) == (80, 79, 1)
-    letters = list(read_all(cluster.conf, dlq))
-    assert [header(m, ID_HEADER) for m in letters] == [poison.encode()], "the poison alone"
-
-
-@pytest.mark.parametrize("how", ["raises", "names"])
-def test_an_async_batch_handler_sends_only_the_poison_to_the_dlq(
-    cluster: Cluster, make_topic: Callable[..., str], group: str, how: str
-) -> None:
-    topic = make_topic(partitions=2)
-    dlq = make_topic(partitions=1)
-    ids = produce_jobs(cluster.conf, topic, 60, sleep_ms=(0, 1))
-    poison = ids[23]
-    done: list[str] = []
-
-    async def handle(records: Sequence[Record]) -> dict[Record, Exception] | None:
-        await asyncio.sleep(0.001)
-        bad = [r for r in records if (r.header(ID_HEADER) or b"").decode() == poison]
-        if bad and how == "raises":
-            raise RuntimeError("poison in this batch")
-        done.extend((r.header(ID_HEADER) or b"?").decode() for r in records if r not in bad)
-        return {bad[0]: ValueError("poison")} if bad else None
-
-    config = engine_config(
-        topic, group, batch_size=8, batch_linger_ms=20, dlq_topic=dlq, retries=1,
-        retry_backoff_s=0.01,
-    )  # fmt: skip
-    summary = run_engine(cluster.conf, config, handle)
-
-    assert sorted(done) == sorted(i for i in ids if i != poison), "each other record once"
-    assert (summary.processed, summary.ok, summary.dlq) == (60, 59, 1)
-    letters = list(read_all(cluster.conf, dlq))
-    assert [header(m, ID_HEADER) for m in letters] == [poison.encode()]
-    assert sum(committed_offsets(cluster.conf, group, [topic]).values()) == 60

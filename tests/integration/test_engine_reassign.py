@@ -1,6 +1,7 @@
 """Key ordering holds across a revoke that outlives ``--revoke-budget``: when the partition
 comes back to the same process, the new assignment's record of a key still running from the
-earlier assignment waits for it (no two executions of one key at once in one process).
+earlier assignment waits for it (no two executions of one key at once in one process). The
+same for partition batches: the new assignment's batch waits for the one still running.
 
 Eager ``range`` assignor, two partitions: a second member joining makes the first revoke
 both (its slow record outlives the 0.3 s budget) and get one back.
@@ -12,7 +13,8 @@ import itertools
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 
@@ -26,8 +28,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SLOW_S = 12.0
 
 
+@pytest.mark.parametrize("batches", [False, True], ids=["per-record", "batches"])
 def test_a_key_running_from_a_revoked_assignment_blocks_its_lane_when_it_comes_back(
-    cluster: Cluster, make_topic: Callable[..., str], group: str
+    cluster: Cluster, make_topic: Callable[..., str], group: str, batches: bool
 ) -> None:
     topic = make_topic(partitions=2)
     producer = make_producer(cluster.conf)
@@ -40,8 +43,9 @@ def test_a_key_running_from_a_revoked_assignment_blocks_its_lane_when_it_comes_b
     lock = threading.Lock()
     both_running = threading.Event()
 
-    def first_member(record: Record) -> None:
+    def first_member(task: Record | Sequence[Record]) -> None:
         started = time.monotonic()
+        record = task if isinstance(task, Record) else task[0]
         if record.offset == 0:
             with lock:
                 first = not runs[(record.partition, 0)]
@@ -54,9 +58,11 @@ def test_a_key_running_from_a_revoked_assignment_blocks_its_lane_when_it_comes_b
                 spans[spans.index((started, float("inf")))] = (started, time.monotonic())
 
     stops = [threading.Event(), threading.Event()]
+    task: dict[str, Any] = {"ordering": "partition", "batch_size": 1} if batches else {}
     config = engine_config(
-        topic, group, ordering="key", assignor="range", revoke_budget_s=0.3, until_idle_s=None
-    )
+        topic, group, **{"ordering": "key", **task}, assignor="range", revoke_budget_s=0.3,
+        until_idle_s=None,
+    )  # fmt: skip
     first = threading.Thread(
         target=run_engine, args=(cluster.conf, config, first_member), kwargs={"stop": stops[0]}
     )
@@ -65,7 +71,7 @@ def test_a_key_running_from_a_revoked_assignment_blocks_its_lane_when_it_comes_b
         assert both_running.wait(60), "the first member started both slow records"
         second = threading.Thread(
             target=run_engine,
-            args=(cluster.conf, config, lambda r: None),
+            args=(cluster.conf, config, lambda task: None),
             kwargs={"stop": stops[1]},
         )
         second.start()
