@@ -24,9 +24,9 @@ def test_batches_match_sparks_arrow_schema(headers: bool) -> None:
         headers=[("a", b"1"), ("b", None)],
         timestamp=(1, 1_700_000_000_123),
     )
-    builder.add(first, 7)
-    builder.add(Message(topic="t", partition=3, offset=9, headers=None, timestamp=(2, 5)), 9)
-    builder.add(Message(topic="t", partition=3, offset=10, value=b"x", timestamp=(0, -1)), 10)
+    builder.add(first)
+    builder.add(Message(topic="t", partition=3, offset=9, headers=None, timestamp=(2, 5)))
+    builder.add(Message(topic="t", partition=3, offset=10, value=b"x", timestamp=(0, -1)))
     batch = builder.flush()
     assert len(builder) == 0
     assert batch.schema.equals(schema)  # what Spark checks before taking the batch
