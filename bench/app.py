@@ -9,7 +9,10 @@ group, unordered, stopping after N records:
 * ``engine``: the bare engine with a noop ``Record`` handler (the ceiling);
 * ``app_decode``: an App handler with ``value="json"`` returning None (decode, no output);
 * ``app_output``: the same returning the document to an output topic: each record waits for
-  its output's acknowledgement (acks=all, idempotent, linger.ms 5) before it counts as done.
+  its output's acknowledgement (acks=all, idempotent, linger.ms 0) before it counts as done;
+* ``app_batch_output``: the same as a batch handler (``batch_size`` 500, ``batch_linger_ms``
+  20; M batches in flight): a call decodes its batch, returns the documents and waits for all
+  their acknowledgements before the batch counts as done.
 
 Rates are over the first -> the last call of the handler, so joining the group counts for none
 of them; with outputs each worker waits for its ack before starting another record, so the rate
@@ -72,19 +75,24 @@ def bare_engine(conf: Mapping[str, Any], topic: str, records: int, in_flight: in
     return clock.result(summary.processed)
 
 
+BATCH = {"batch_size": 500, "batch_linger_ms": 20}
+
+
 def app_run(
-    bootstrap: str, topic: str, records: int, in_flight: int, output: str | None
+    bootstrap: str, topic: str, records: int, in_flight: int, output: str | None, batch: bool
 ) -> dict[str, Any]:
     clock = FirstLast()
     app = lagless.App(group=f"bench-app-{uuid.uuid4().hex[:8]}", session_timeout_ms=6000,
                       heartbeat_interval_ms=1500)  # fmt: skip
+    on = app.handler(topic, ordering="unordered", max_in_flight=in_flight, count=records,
+                     on_failure="stop", value="json", output=output,
+                     **(BATCH if batch else {}))  # fmt: skip
 
-    @app.handler(topic, ordering="unordered", max_in_flight=in_flight, count=records,
-                 on_failure="stop", value="json", output=output)  # fmt: skip
-    def handle(doc: dict[str, Any]) -> dict[str, Any] | None:
+    def handle(doc: Any) -> Any:
         clock.tick()
         return doc if output else None
 
+    on(handle)
     summary = app.configured(KafkaSettings(bootstrap=bootstrap)).run()["handle"]
     return clock.result(summary.processed)
 
@@ -112,13 +120,14 @@ def main() -> None:
             create_topic(conf, out, args.partitions)
             results[str(m)] = {
                 "engine": bare_engine(conf, topic, args.records, m),
-                "app_decode": app_run(bootstrap, topic, args.records, m, None),
-                "app_output": app_run(bootstrap, topic, args.records, m, out),
+                "app_decode": app_run(bootstrap, topic, args.records, m, None, False),
+                "app_output": app_run(bootstrap, topic, args.records, m, out, False),
+                "app_batch_output": app_run(bootstrap, topic, args.records, m, out, True),
             }
     ratios = {
         m: {
             k: round(r[k]["records_per_s"] / r["engine"]["records_per_s"], 3)
-            for k in ("app_decode", "app_output")
+            for k in ("app_decode", "app_output", "app_batch_output")
         }
         for m, r in results.items()
     }

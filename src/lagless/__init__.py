@@ -1,7 +1,8 @@
 """lagless: Kafka pipelines that keep consumer lag near zero.
 
 ``lagless.App`` builds consumer services on the engine (docs/app.md); ``lagless.Record`` is
-the record a handler receives, ``lagless.Out`` an output record, ``lagless.DecodeError`` a
+the record a handler receives, ``lagless.Out`` an output record, ``lagless.BatchResult`` what a
+batch handler returns to write outputs and name failed records, ``lagless.DecodeError`` a
 record that can never succeed (it goes straight to the DLQ). They load on first use, so
 ``import lagless.config`` (the CLI, Spark workers) stays light.
 """
@@ -12,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lagless.app import App, Out, OutputError
+    from lagless.app import App, BatchResult, Out, OutputError
     from lagless.engine.handlers import DecodeError
     from lagless.engine.record import Record
     from lagless.engine.summary import RunSummary
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "App": "lagless.app",
+    "BatchResult": "lagless.app",
     "Out": "lagless.app",
     "OutputError": "lagless.app",
     "DecodeError": "lagless.engine.handlers",
@@ -28,7 +30,9 @@ _EXPORTS = {
     "RunSummary": "lagless.engine.summary",
 }
 
-__all__ = ["App", "DecodeError", "Out", "OutputError", "Record", "RunSummary", "__version__"]
+__all__ = [
+    "App", "BatchResult", "DecodeError", "Out", "OutputError", "Record", "RunSummary", "__version__"
+]  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:

@@ -1,6 +1,7 @@
 """`lagless run module:app` on the real broker: the consume flags override the app's options,
-and outputs are committed only after acknowledgement (kill -9 mid-run loses nothing; the
-duplicates are exactly the first run's outputs above the committed offsets)."""
+and outputs are committed only after acknowledgement, per record and per batch (kill -9 mid-run
+loses nothing; the duplicates are exactly the first run's outputs above the committed
+offsets)."""
 
 from __future__ import annotations
 
@@ -52,13 +53,14 @@ def test_lagless_run_starts_an_app_with_flag_overrides(lagless_kafka: TestKafka)
 
 
 def test_lagless_run_bad_target_is_one_line_and_exit_2(lagless_kafka: TestKafka) -> None:
-    for target, message in [
-        ("nosuchmodule:app", "cannot import 'nosuchmodule'"),
-        ("tests.integration.app_helpers.copier:nope", "is NoneType, not a lagless.App"),
-        ("justamodule", "is not module:attribute"),
+    for args, message in [
+        (["nosuchmodule:app"], "cannot import 'nosuchmodule'"),
+        (["tests.integration.app_helpers.copier:nope"], "is NoneType, not a lagless.App"),
+        (["justamodule"], "is not module:attribute"),
+        ([APP, "--batch-size", "5"], "handler copy: takes one record at a time"),
     ]:
         done = subprocess.run(
-            [LAGLESS, "-b", lagless_kafka.bootstrap, "run", target],
+            [LAGLESS, "-b", lagless_kafka.bootstrap, "run", *args],
             capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
         )  # fmt: skip
         assert done.returncode == 2, done.stderr
@@ -113,14 +115,17 @@ def test_a_second_signal_stops_at_once_with_exit_130(lagless_kafka: TestKafka) -
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("batch", [0, 10], ids=["per-record", "batch-handler"])
 def test_kill_9_between_produce_and_ack_loses_nothing_and_bounds_duplicates(
-    lagless_kafka: TestKafka,
+    lagless_kafka: TestKafka, batch: int
 ) -> None:
     total = 2000
     source, out = lagless_kafka.topic(3), lagless_kafka.topic(3)
     lagless_kafka.produce(source, [f"r{i}" for i in range(total)])
     group = lagless_kafka.group()
-    env = {**app_env(source, out), "LAGLESS_TEST_SLEEP_MS": "50"}
+    per_call = max(batch, 1)  # records per handler call: 50 calls in flight, 50 ms per record
+    env = {**app_env(source, out), "LAGLESS_TEST_SLEEP_MS": str(50 * per_call),
+           "LAGLESS_TEST_BATCH": str(batch)}  # fmt: skip
     first = subprocess.Popen(
         lagless_run(lagless_kafka, source, out, group, "--commit-interval", "0.2"),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
@@ -153,4 +158,5 @@ def test_kill_9_between_produce_and_ack_loses_nothing_and_bounds_duplicates(
     # exactly the first run's outputs of records above the committed offsets: a commit never
     # passed a record whose outputs were not acknowledged
     assert duplicates == first_run - committed
-    assert duplicates <= 50 + 0.2 * 50 / 0.05  # in flight + about one commit interval of work
+    in_flight = 50 * per_call  # records
+    assert duplicates <= in_flight + 0.2 * 50 / 0.05  # + about one commit interval of work

@@ -20,6 +20,7 @@ from lagless.engine.dlq import H_ATTEMPTS, H_ERROR
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
+from lagless.observe.metrics import Metrics
 from lagless.produce.workloads import ID_HEADER
 from tests.conftest import Cluster
 from tests.integration.engine_helpers import (
@@ -29,8 +30,10 @@ from tests.integration.engine_helpers import (
     engine_config,
     kill_and_restart,
     produce_jobs,
+    read_ledgers,
     record_id,
 )
+from tests.integration.engine_helpers.ledger import handle_batch
 
 pytestmark = pytest.mark.integration
 
@@ -93,10 +96,17 @@ def test_batches_process_every_record_once_and_keep_each_mode_order(
     config = engine_config(
         topic, group, ordering=ordering, batch_size=20, batch_linger_ms=20, max_in_flight=8
     )
-    summary = run_engine(cluster.conf, config, handle)
+    metrics = Metrics()
+    summary = run_engine(cluster.conf, config, handle, metrics)
 
     assert_exactly_once(Counter(calls.ids()), ids)
     assert summary.processed == summary.ok == 300
+    registry = metrics.registry
+    assert registry.get_sample_value("lagless_e2e_latency_seconds_count", {"topic": topic}) == 300
+    assert registry.get_sample_value(
+        "lagless_processing_seconds_count", {"topic": topic}
+    ) == len(calls.calls), "one handler call, one observation"
+    assert summary.e2e_ms.p50 is not None and summary.e2e_ms.p50 > 0
     assert all(1 <= len(c.records) <= 20 for c in calls.calls)
     assert max(len(c.records) for c in calls.calls) > 1, "records came in batches"
     for call in calls.calls:
@@ -121,7 +131,8 @@ def test_batches_process_every_record_once_and_keep_each_mode_order(
             assert seen == sorted(seen), f"partition {p} out of order"
     elif ordering is Ordering.KEY:
         assert_key_order(by_key)
-        assert summary.max_in_flight_seen > 3, "batches of one partition ran side by side"
+        for p, held in by_partition.items():  # the key promise, kept as partition does
+            assert_one_at_a_time(held, f"partition {p}")
 
 
 @pytest.mark.parametrize("how", ["raises", "names"])
@@ -211,3 +222,32 @@ def test_async_batches_process_every_record_once_and_keep_key_order(
         for key in {r.key for r in call.records}:
             by_key[(call.records[0].partition, key)].append(call)
     assert_key_order(by_key)
+
+
+def test_batches_in_worker_processes_run_once_each_and_a_poison_ends_in_the_dlq_alone(
+    cluster: Cluster,
+    make_topic: Callable[..., str],
+    group: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    topic = make_topic(partitions=3)
+    dlq = make_topic(partitions=1)
+    ids = produce_jobs(cluster.conf, topic, 120, sleep_ms=(0, 1))
+    poison = ids[41]
+    ledger = tmp_path / "ledger"
+    monkeypatch.setenv("LAGLESS_TEST_LEDGER", str(ledger))  # the spawned workers inherit it
+    monkeypatch.setenv("LAGLESS_TEST_POISON", poison)
+
+    config = engine_config(
+        topic, group, processes=2, batch_size=20, batch_linger_ms=20, ordering=Ordering.UNORDERED,
+        dlq_topic=dlq, retries=1, retry_backoff_s=0.01,
+    )  # fmt: skip
+    summary = run_engine(cluster.conf, config, handle_batch)
+
+    assert_exactly_once(read_ledgers([ledger]), [i for i in ids if i != poison])
+    assert (summary.processed, summary.ok, summary.dlq) == (120, 119, 1)
+    letters = list(read_all(cluster.conf, dlq))
+    assert [header(m, ID_HEADER) for m in letters] == [poison.encode()], "the poison alone"
+    committed = committed_offsets(cluster.conf, group, [topic])
+    assert sum(committed.values()) == 120, committed

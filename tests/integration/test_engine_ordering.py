@@ -81,7 +81,8 @@ def test_a_slow_record_blocks_only_its_partition(
     cluster: Cluster, make_topic: Callable[..., str], group: str
 ) -> None:
     topic = make_topic(partitions=3)
-    ids = produce_jobs(cluster.conf, topic, 90)
+    # keyed: keyless records may all land in one partition (the producer's sticky partitioner)
+    ids = produce_jobs(cluster.conf, topic, 90, keys=6)
     ledger = Ledger()
     slow: list[Execution] = []
 

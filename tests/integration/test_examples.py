@@ -4,6 +4,7 @@ the test broker."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -18,14 +19,19 @@ pytestmark = pytest.mark.integration
 EXAMPLES = sorted(p.stem for p in (REPO / "examples").glob("*.py") if p.stem != "__init__")
 
 
-def lagless(cluster: Cluster, *args: str, cwd: Path = REPO) -> str:
-    done = run_cli(*args, cluster=cluster, cwd=cwd)
+def lagless(
+    cluster: Cluster, *args: str, cwd: Path = REPO, env: dict[str, str] | None = None
+) -> str:
+    done = run_cli(*args, cluster=cluster, cwd=cwd, env=env)
     assert done.returncode == 0, f"lagless {' '.join(args)}: {done.stderr}"
     return done.stdout
 
 
-def run_example(kafka: Cluster, target: str, cwd: Path = REPO) -> dict[str, dict[str, object]]:
-    out = lagless(kafka, "run", target, "--until-idle", "2", *GROUP_FLAGS, "--json", cwd=cwd)
+def run_example(
+    kafka: Cluster, target: str, cwd: Path = REPO, env: dict[str, str] | None = None
+) -> dict[str, dict[str, object]]:
+    args = ("run", target, "--until-idle", "2", *GROUP_FLAGS, "--json")
+    out = lagless(kafka, *args, cwd=cwd, env=env)
     summaries: dict[str, dict[str, object]] = json.loads(out)
     return summaries
 
@@ -62,6 +68,24 @@ def test_caller_example(cluster: Cluster) -> None:
     assert isinstance(summary["seconds"], float) and summary["seconds"] < 60  # vs 1,000 s serial
     done = cluster.read("calls-done", count=5000)
     assert len(done) == 5000 and {json.loads(r.value or b"")["status"] for r in done} == {200}
+
+
+def test_batch_writer_example(cluster: Cluster, tmp_path: Path) -> None:
+    for topic, partitions in (("order-events", "3"), ("order-events-dlq", "1")):
+        lagless(cluster, "topic", "create", topic, "--partitions", partitions)
+    lagless(cluster, "produce", "--topic", "order-events", "--workload", "events",
+            "--count", "3000", "--bad-fraction", "0.02")  # fmt: skip
+    events = cluster.read("order-events", count=3000)
+    malformed = sum(1 for r in events if r.header(MALFORMED_HEADER) is not None)
+    assert malformed > 0
+    db = tmp_path / "orders.db"
+    summary = run_example(cluster, "examples.batch_writer:app", env={"ORDERS_DB": str(db)})
+    assert (summary["write"]["processed"], summary["write"]["dlq"]) == (3000, malformed)
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("select partition, offset, order_id from orders").fetchall()
+    good = {(r.partition, r.offset) for r in events if r.header(MALFORMED_HEADER) is None}
+    assert {(p, o) for p, o, _ in rows} == good and len(rows) == len(good)
+    assert len(cluster.read("order-events-dlq", count=malformed)) == malformed
 
 
 def test_readme_first_example_is_an_app_that_lagless_run_starts(

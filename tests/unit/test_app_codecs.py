@@ -11,12 +11,12 @@ import pytest
 from pydantic import BaseModel
 
 import lagless
-from lagless.app.codecs import decoder, encode
-from lagless.app.outputs import Outgoing, outgoing
+from lagless.app.codecs import EncodeError, decoder, encode, encoder
+from lagless.app.outputs import Outgoing, Target, outgoing
 from lagless.config import KafkaSettings
 from lagless.errors import ConfigError
 
-RECORD = lagless.Record("in", 2, 7, b"k1", b"v", 1, ())
+TO_OUT = Target("h", "out")
 
 
 class Point(BaseModel):
@@ -82,17 +82,31 @@ def test_encode(obj: object, expected: bytes | None) -> None:
     assert encode(obj) == expected
 
 
+def test_output_encoders() -> None:
+    assert encoder(None)(Point(x=1, y=2), "t") == b'{"x":1,"y":2}'
+    upper = encoder(lambda s: s.upper().encode())
+    assert upper("abc", "t") == b"ABC"
+    with pytest.raises(EncodeError, match="output_value <lambda> for t: AttributeError"):
+        upper(3, "t")
+    with pytest.raises(EncodeError, match="returned str, not bytes"):
+        encoder(str.upper, "output_key")("a", "t")
+    with pytest.raises(ConfigError, match="output_value=3: use a callable"):
+        encoder(3)
+    target = Target("h", "out", value=upper, key=encoder(lambda k: k.encode()))
+    assert outgoing(lagless.Out("k", "v"), b"in", target) == [Outgoing("out", b"k", b"V", [])]
+
+
 def test_return_values_become_output_records() -> None:
-    assert outgoing(None, RECORD, "out") == []
-    assert outgoing(lagless.Out(), RECORD, "out") == [Outgoing("out", b"k1", None, [])]
-    assert outgoing("v", RECORD, "out") == [Outgoing("out", b"k1", b"v", [])]
-    assert outgoing(Point(x=1, y=2), RECORD, "out") == [
+    assert outgoing(None, b"k1", TO_OUT) == []
+    assert outgoing(lagless.Out(), b"k1", TO_OUT) == [Outgoing("out", b"k1", None, [])]
+    assert outgoing("v", b"k1", TO_OUT) == [Outgoing("out", b"k1", b"v", [])]
+    assert outgoing(Point(x=1, y=2), b"k1", TO_OUT) == [
         Outgoing("out", b"k1", b'{"x":1,"y":2}', [])
     ]
     many = outgoing(
         [lagless.Out(None, "a"), lagless.Out("k2", b"b", {"h": "1"}, "other"),
          None, {"c": 3}],
-        RECORD, "out",
+        b"k1", TO_OUT,
     )  # fmt: skip
     assert many == [
         Outgoing("out", None, b"a", []),
@@ -100,7 +114,7 @@ def test_return_values_become_output_records() -> None:
         Outgoing("out", b"k1", b'{"c":3}', []),
     ]
     with pytest.raises(ConfigError, match="has no output topic"):
-        outgoing("v", RECORD, None)
+        outgoing("v", b"k1", Target("h"))
 
 
 def test_handler_options_and_overrides() -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from lagless.app.handlers import HandlerSpec
+from lagless.app.handlers import Codecs, HandlerSpec
 from lagless.app.outputs import check_outputs_exist
 from lagless.app.runner import Runner
 from lagless.app.signals import stop_on_signals
@@ -78,17 +78,22 @@ class App:
         value: Any = bytes,
         key: Any = bytes,
         output: str | None = None,
+        output_value: Any = None,
+        output_key: Any = None,
         output_conf: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> Callable[[F], F]:
-        """Register the decorated function for ``topic`` (see the module doc);
+        """Register the decorated function for ``topic`` (see the module doc; with
+        ``batch_size`` it is a batch handler, :mod:`lagless.app.batch`). ``output_value`` /
+        ``output_key``: how outputs are encoded (default: :func:`~lagless.app.codecs.encode`);
         ``output_conf``: librdkafka properties of its output producer (e.g. ``linger.ms``)."""
         topics = (topic,) if isinstance(topic, str) else tuple(topic)
+        codecs = Codecs(value, key, output_value, output_key)
 
         def register(func: F) -> F:
             merged = {**self._defaults, **options}
             conf = dict(output_conf or {})
-            spec = HandlerSpec.make(func, topics, value, key, output, merged, conf)
+            spec = HandlerSpec.make(func, topics, codecs, output, merged, conf)
             if any(s.name == spec.name for s in self.specs):
                 raise ConfigError(f"two handlers named {spec.name!r}: rename one")
             spec.engine_config(self.group)  # validate now: a bad option fails at import

@@ -14,22 +14,38 @@ A value that cannot be decoded raises :class:`DecodeError` (the engine sends the
 straight to the DLQ, with the error as the reason: retrying cannot help).
 
 :func:`encode` is the way back for outputs: bytes as is, ``str`` as UTF-8, a pydantic model as
-its JSON, ``None`` as a null, anything else as JSON.
+its JSON, ``None`` as a null, anything else as JSON. :func:`encoder` turns an output codec spec
+(``output_value=`` / ``output_key=``: ``None`` for :func:`encode`, a callable ``f(obj) ->
+bytes``, or a Schema Registry codec, which also needs the output topic) into an
+:data:`Encoder`; an output that cannot be encoded raises :class:`EncodeError`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
 from lagless.engine.handlers import DecodeError
-from lagless.errors import ConfigError
+from lagless.errors import ConfigError, LaglessError
 
 Decoder = Callable[[bytes | None], Any]
 CodecSpec = Any  # bytes | str | "json" | type[BaseModel] | Decoder
+Encoder = Callable[[object, str], bytes | None]  # (an output key or value, its topic)
+
+
+class EncodeError(LaglessError):
+    """An output key or value cannot be encoded (the input's attempt fails, with this reason)."""
+
+
+@runtime_checkable
+class TopicCodec(Protocol):
+    """A codec with its own output encoder (a Schema Registry one: its subject is per topic);
+    :meth:`output_encoder` raises ConfigError if this codec cannot encode (e.g. no schema)."""
+
+    def output_encoder(self, what: str) -> Encoder: ...
 
 
 def _raw(data: bytes | None) -> bytes | None:
@@ -119,3 +135,32 @@ def encode(obj: object) -> bytes | None:
     if isinstance(obj, bytearray | memoryview):
         return bytes(obj)
     return json.dumps(obj, separators=(",", ":")).encode("utf-8")
+
+
+def plain(obj: object, topic: str) -> bytes | None:
+    """The default output encoder: :func:`encode` (the topic is not needed)."""
+    return encode(obj)
+
+
+def encoder(spec: object, what: str = "output_value") -> Encoder:
+    """The output encoder for ``spec`` (see the module doc); ConfigError if it is none."""
+    if spec is None:
+        return plain
+    if isinstance(spec, TopicCodec):
+        return spec.output_encoder(what)
+    if not callable(spec):
+        raise ConfigError(f"{what}={spec!r}: use a callable f(obj) -> bytes or a registry codec")
+    name = getattr(spec, "__name__", repr(spec))
+
+    def custom(obj: object, topic: str) -> bytes | None:
+        try:
+            data = spec(obj)
+        except Exception as exc:
+            raise EncodeError(f"{what} {name} for {topic}: {type(exc).__name__}: {exc}") from None
+        if data is not None and not isinstance(data, bytes):
+            raise EncodeError(
+                f"{what} {name} for {topic} returned {type(data).__name__}, not bytes"
+            )
+        return data
+
+    return custom

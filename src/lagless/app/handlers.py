@@ -4,7 +4,8 @@
 into what the engine runs per record: decode the key and value (failure: ``DecodeError``,
 straight to the DLQ with the reason), call the function, produce what it returned and return
 only once every output is acknowledged. Coroutine functions get an ``async def`` wrapper,
-which the engine runs as a task on its own event loop (:mod:`lagless.engine.aio`).
+which the engine runs as a task on its own event loop (:mod:`lagless.engine.aio`). A handler
+registered with ``batch_size`` is a batch handler: :mod:`lagless.app.batch` wraps it.
 """
 
 from __future__ import annotations
@@ -14,12 +15,24 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from lagless.app.codecs import Decoder, decoder
-from lagless.app.outputs import OutputProducer, outgoing
+from lagless.app.codecs import Decoder, decoder, encoder
+from lagless.app.outputs import OutputProducer, Target, outgoing
 from lagless.engine import EngineConfig, Handler, Record
 from lagless.errors import ConfigError
 
 AsyncHandler = Callable[[Record], Coroutine[Any, Any, None]]
+BATCH_OPTIONS = ("batch_size", "batch_linger_ms")
+
+
+@dataclass(frozen=True)
+class Codecs:
+    """A handler's codec specs as given to ``@app.handler``: ``value``/``key`` decode the input,
+    ``output_value``/``output_key`` encode the outputs (None: the default encoding)."""
+
+    value: Any = bytes
+    key: Any = bytes
+    output_value: Any = None
+    output_key: Any = None
 
 
 @dataclass(frozen=True)
@@ -32,53 +45,71 @@ class HandlerSpec:
     value: Decoder
     key: Decoder
     decode_key: bool  # a key codec other than bytes was given: bad keys go to the DLQ
-    output: str | None
+    target: Target  # the output topic and encoders
     options: dict[str, Any] = field(default_factory=dict)  # EngineConfig keyword values
     output_conf: dict[str, Any] = field(default_factory=dict)  # librdkafka, for the outputs
     is_async: bool = False
     pass_record: bool = False
-    pass_key: bool = False
+    pass_key: bool = False  # a parameter named ``key`` (``keys`` for a batch handler)
+    batch: bool = False  # registered with batch_size: called with a batch of values
 
     @classmethod
     def make(
         cls,
         func: Callable[..., Any],
         topics: tuple[str, ...],
-        value: Any,
-        key: Any,
+        codecs: Codecs,
         output: str | None,
         options: dict[str, Any],
         output_conf: dict[str, Any] | None = None,
     ) -> HandlerSpec:
         name = getattr(func, "__name__", None) or repr(func)
+        batch = options.get("batch_size") is not None
+        key_param = "keys" if batch else "key"
         params = [
             p
             for p in inspect.signature(func).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "key"
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != key_param
         ]
         if not 1 <= len(params) <= 2:
-            raise ConfigError(
-                f"handler {name}: takes (value) or (value, record), not {len(params)} arguments"
-            )
+            takes = "(values) or (values, records)" if batch else "(value) or (value, record)"
+            raise ConfigError(f"handler {name}: takes {takes}, not {len(params)} arguments")
+        target = Target(
+            name,
+            output,
+            encoder(codecs.output_value, "output_value"),
+            encoder(codecs.output_key, "output_key"),
+        )
         return cls(
             name=name,
             func=func,
             topics=topics,
-            value=decoder(value, "value"),
-            key=decoder(key, "key"),
-            decode_key=key is not bytes and key is not None,
-            output=output,
+            value=decoder(codecs.value, "value"),
+            key=decoder(codecs.key, "key"),
+            decode_key=codecs.key is not bytes and codecs.key is not None,
+            target=target,
             options=options,
             output_conf=dict(output_conf or {}),
             is_async=inspect.iscoroutinefunction(func),
             pass_record=len(params) == 2,
-            pass_key="key" in inspect.signature(func).parameters,
+            pass_key=key_param in inspect.signature(func).parameters,
+            batch=batch,
         )
+
+    @property
+    def output(self) -> str | None:
+        """The handler's output topic (None: only ``Out(topic=...)`` outputs)."""
+        return self.target.topic
 
     def engine_config(self, app_group: str, /, **overrides: Any) -> EngineConfig:
         """This handler's engine options (``overrides`` win); ConfigError if invalid."""
         values = _dlq_named(self.options)
         given = _dlq_named({k: v for k, v in overrides.items() if v is not None})
+        if not self.batch and any(k in given for k in BATCH_OPTIONS):
+            raise ConfigError(
+                f"handler {self.name}: takes one record at a time; batch_size applies to batch "
+                "handlers (registered with @app.handler(..., batch_size=N))"
+            )
         if "dlq_topic" in given:  # a DLQ given now replaces the handler's failure choice
             values.pop("on_failure", None)
         if "on_failure" in given:
@@ -90,9 +121,14 @@ class HandlerSpec:
         except ConfigError as exc:
             raise ConfigError(f"handler {self.name}: {exc}") from None
 
-    def arguments(self, record: Record) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def decode(self, record: Record) -> tuple[Any, Any]:
+        """The record's decoded value and key (DecodeError if either fails)."""
         value = self.value(record.value)
         key = self.key(record.key) if self.decode_key or self.pass_key else record.key
+        return value, key
+
+    def arguments(self, record: Record) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        value, key = self.decode(record)
         args = (value, record) if self.pass_record else (value,)
         return args, ({"key": key} if self.pass_key else {})
 
@@ -111,7 +147,7 @@ def engine_handler(spec: HandlerSpec, producer: OutputProducer) -> Handler:
     def handle(record: Record) -> None:
         args, kwargs = spec.arguments(record)
         result = spec.func(*args, **kwargs)
-        producer.send(outgoing(result, record, spec.output), record)
+        producer.send(outgoing(result, record.key, spec.target), str(record.coordinates))
 
     return handle
 
@@ -122,6 +158,7 @@ def async_engine_handler(spec: HandlerSpec, producer: OutputProducer) -> AsyncHa
     async def handle(record: Record) -> None:
         args, kwargs = spec.arguments(record)
         result = await spec.func(*args, **kwargs)
-        await producer.send_async(outgoing(result, record, spec.output), record)
+        where = str(record.coordinates)
+        await producer.send_async(outgoing(result, record.key, spec.target), where)
 
     return handle

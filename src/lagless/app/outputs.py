@@ -4,9 +4,13 @@ A handler's return value becomes output records:
 
 * ``None``: nothing;
 * :class:`Out`: one record (``topic`` defaults to the handler's ``output``, ``key`` to the
-  input record's key, so per-key order carries over to the output topic);
+  input record's key, so per-key order carries over to the output topic; a batch handler's
+  outputs have no input key: keyless);
 * a list or tuple: each element (values or ``Out``);
 * anything else (bytes, str, a pydantic model, a JSON-able object): the value of one record.
+
+Keys and values are encoded by the handler's :class:`Target` encoders (``output_key`` /
+``output_value``; by default :func:`~lagless.app.codecs.encode`).
 
 :class:`OutputProducer` sends them (acks=all, idempotent: no duplicates or reordering from
 producer retries) and :meth:`OutputProducer.send` returns only once the broker acknowledged
@@ -25,8 +29,7 @@ from typing import Any, Final
 
 from confluent_kafka import KafkaError, Message
 
-from lagless.app.codecs import encode
-from lagless.engine.record import Record
+from lagless.app.codecs import Encoder, plain
 from lagless.engine.topics import check_topics_exist
 from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.clients import make_consumer, make_producer
@@ -69,8 +72,20 @@ class OutputError(LaglessError):
     """An output record was not acknowledged (the input record's attempt fails)."""
 
 
-def outgoing(result: object, record: Record, default_topic: str | None) -> list[Outgoing]:
-    """The records a handler's return value asks for (see the module doc)."""
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a handler's outputs go and how they are encoded: its ``output`` topic (the
+    default), the ``output_value`` and ``output_key`` encoders, and its name (for errors)."""
+
+    handler: str
+    topic: str | None = None
+    value: Encoder = plain
+    key: Encoder = plain
+
+
+def outgoing(result: object, input_key: bytes | None, target: Target) -> list[Outgoing]:
+    """The records a handler's return value asks for (see the module doc); ``input_key`` is
+    what an ``Out`` without a key gets (the input record's key; None for a batch)."""
     if result is None:
         return []
     items = result if isinstance(result, list | tuple) else (result,)
@@ -79,15 +94,15 @@ def outgoing(result: object, record: Record, default_topic: str | None) -> list[
         if item is None:
             continue
         one = item if isinstance(item, Out) else Out(value=item)
-        topic = one.topic or default_topic
+        topic = one.topic or target.topic
         if topic is None:
             raise ConfigError(
-                f"the handler of {record.topic} returned a value but has no output topic: "
+                f"handler {target.handler} returned a value but has no output topic: "
                 "give output=TOPIC or return Out(..., topic=TOPIC)"
             )
-        key = record.key if one.key is INPUT_KEY else encode(one.key)
+        key = input_key if one.key is INPUT_KEY else target.key(one.key, topic)
         headers = list(one.headers.items()) if isinstance(one.headers, Mapping) else one.headers
-        out.append(Outgoing(topic, key, encode(one.value), list(headers or [])))
+        out.append(Outgoing(topic, key, target.value(one.value, topic), list(headers or [])))
     return out
 
 
@@ -145,7 +160,7 @@ class OutputProducer:
                 except BufferError:  # the local queue is full: let deliveries drain it
                     self._producer.poll(0.01)
 
-    def send(self, records: list[Outgoing], where: Record) -> None:
+    def send(self, records: list[Outgoing], where: str) -> None:
         """Produce ``records``; return once all are acknowledged, else OutputError."""
         if not records:
             return
@@ -160,7 +175,7 @@ class OutputProducer:
         done.wait()
         _raise_for(errors, len(records), where)
 
-    async def send_async(self, records: list[Outgoing], where: Record) -> None:
+    async def send_async(self, records: list[Outgoing], where: str) -> None:
         """:meth:`send` for coroutines: awaits the acknowledgements without blocking the loop."""
         if not records:
             return
@@ -200,8 +215,8 @@ def _settle(future: asyncio.Future[list[str]], errors: list[str]) -> None:
         future.set_result(errors)
 
 
-def _raise_for(errors: list[str], count: int, where: Record) -> None:
+def _raise_for(errors: list[str], count: int, where: str) -> None:
     if errors:
         raise OutputError(
-            f"{len(errors)} of {count} outputs of {where.coordinates} not acknowledged: {errors[0]}"
+            f"{len(errors)} of {count} outputs of {where} not acknowledged: {errors[0]}"
         )

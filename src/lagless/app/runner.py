@@ -14,10 +14,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
+from lagless.app.batch import async_batch_engine_handler, batch_engine_handler
 from lagless.app.handlers import HandlerSpec, async_engine_handler, engine_handler
 from lagless.app.health import AppHealth, serve
 from lagless.app.outputs import OutputProducer
-from lagless.engine import Engine, EngineConfig, Handler, RunSummary
+from lagless.engine import Engine, EngineConfig, RunSummary
 from lagless.errors import LaglessError
 from lagless.observe.metrics import Metrics
 
@@ -77,8 +78,13 @@ class Runner:
         for thread in self._threads:
             thread.start()
 
-    def _engine_handler(self, spec: HandlerSpec, producer: OutputProducer) -> Handler:
-        """A sync handler, or an ``async def`` one (the engine runs it on its event loop)."""
+    def _engine_handler(self, spec: HandlerSpec, producer: OutputProducer) -> Any:
+        """A sync handler, or an ``async def`` one (the engine runs it on its event loop); per
+        record, or per batch for a batch handler."""
+        if spec.batch:
+            if spec.is_async:
+                return async_batch_engine_handler(spec, producer)
+            return batch_engine_handler(spec, producer)
         if spec.is_async:
             return async_engine_handler(spec, producer)
         return engine_handler(spec, producer)

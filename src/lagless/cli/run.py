@@ -50,6 +50,12 @@ def run(
         int | None, typer.Option(help="per partition: records held before it is paused")
     ] = None,
     processes: Annotated[int | None, typer.Option(help="N processes; 0: threads")] = None,
+    batch_size: Annotated[
+        int | None, typer.Option(help="batch handlers: batches of up to N records")
+    ] = None,
+    batch_linger_ms: Annotated[
+        float | None, typer.Option(help="batch handlers: wait up to MS to fill a batch")
+    ] = None,
     retries: Annotated[int | None, typer.Option(help="retries after a failed attempt")] = None,
     retry_backoff: Annotated[float | None, typer.Option(help="first retry delay, s")] = None,
     dlq_topic: Annotated[str | None, typer.Option(help="dead-letter topic")] = None,
@@ -100,6 +106,8 @@ def run(
         "max_in_flight": max_in_flight,
         "max_pending": max_pending,
         "processes": processes,
+        "batch_size": batch_size,
+        "batch_linger_ms": batch_linger_ms,
         "retries": retries,
         "retry_backoff_s": retry_backoff,
         "retry_backoff_max_s": None if retry_backoff is None else max(5.0, retry_backoff),

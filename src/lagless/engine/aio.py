@@ -122,7 +122,7 @@ class AsyncWorkers:
         self._batch = batch
         self._policy = policy
         self._completions = completions
-        self._incoming: deque[tuple[list[Record], int]] = deque()
+        self._incoming: deque[tuple[Sequence[Record], int]] = deque()
         self._wake_pending = threading.Event()
         self._loop = asyncio.new_event_loop()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -134,7 +134,7 @@ class AsyncWorkers:
         asyncio.set_event_loop(self._loop)
         self._loop.run_forever()
 
-    def submit(self, records: list[Record], epoch: int) -> None:
+    def submit(self, records: Sequence[Record], epoch: int) -> None:
         self._incoming.append((records, epoch))
         if not self._wake_pending.is_set():
             self._wake_pending.set()
@@ -147,7 +147,7 @@ class AsyncWorkers:
             records, epoch = incoming.popleft()
             self._tasks.add(self._loop.create_task(self._one(records, epoch)))
 
-    async def _one(self, records: list[Record], epoch: int) -> None:
+    async def _one(self, records: Sequence[Record], epoch: int) -> None:
         try:
             if self._batch:
                 result = await run_batch_async(

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-
-from lagless.engine.record import Record
+from typing import Any
 
 
 class MessageRejected(Exception):  # noqa: N818 (arroyo's name)
@@ -26,7 +25,7 @@ class Backlog:
     """A partition's flow state: paused or not, and the records fetched but not admitted."""
 
     paused: bool = False
-    kept: deque[Record] = field(default_factory=deque)
+    kept: deque[Any] = field(default_factory=deque)  # records (messages: a batch handler)
 
 
 class FlowControl:

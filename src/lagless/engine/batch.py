@@ -35,6 +35,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from lagless.engine.handlers import BatchHandler, DecodeError
+from lagless.engine.messages import MessageBatch
 from lagless.engine.record import Record
 from lagless.engine.retry import (
     Outcome,
@@ -71,11 +72,14 @@ def _named(result: object, batch: Sequence[Record]) -> dict[int, BaseException]:
         )
     if not result:
         return {}
-    where = {id(record): pos for pos, record in enumerate(batch)}
+    # a batch is of one partition: a record's offset names it (records are made on access,
+    # so the handler may hold an equal record, not the same object)
+    offsets = batch.offsets() if isinstance(batch, MessageBatch) else [r.offset for r in batch]
+    where = {offset: pos for pos, offset in enumerate(offsets)}
     errors: dict[int, BaseException] = {}
     for record, exc in result.items():
-        pos = where.get(id(record))
-        if pos is None:
+        pos = where.get(record.offset) if isinstance(record, Record) else None
+        if pos is None or batch[pos] != record:
             raise TypeError(f"batch handler named a record not in its batch: {record!r:.200}")
         errors[pos] = exc if isinstance(exc, BaseException) else RuntimeError(str(exc))
     return errors
@@ -126,15 +130,20 @@ class _Run:
         self.policy = policy
         self.seconds: list[float] = []
         self.failed: dict[int, Outcome] = {}
-        self.calls = [0] * len(records)  # calls that included each record
+        self.whole = 0  # calls with the whole batch (the task's sequence itself)
+        self.calls = [0] * len(records)  # other calls that included each record
 
-    def batch(self, indices: list[int]) -> list[Record]:
+    def batch(self, indices: list[int]) -> Sequence[Record]:
+        if len(indices) == len(self.records):
+            self.whole += 1
+            return self.records
         for i in indices:
             self.calls[i] += 1
         return [self.records[i] for i in indices]
 
     def fail(self, index: int, exc: BaseException, *, aborted: bool = False) -> None:
-        self.failed[index] = failure(exc, self.calls[index], 0.0, aborted=aborted)
+        attempts = self.whole + self.calls[index]
+        self.failed[index] = failure(exc, attempts, 0.0, aborted=aborted)
 
     def steps(self) -> Generator[_Step, Any, None]:
         pending = list(range(len(self.records)))

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from queue import Empty
+
+import numpy as np
 
 from lagless.engine.config import OnFailure
 from lagless.engine.core import EngineCore
 from lagless.engine.dlq import DeadLettered
+from lagless.engine.messages import MessageBatch, partition_of
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
 from lagless.engine.record import Record
 from lagless.engine.retry import Outcome, TaskResult
@@ -30,10 +34,11 @@ class Completing(EngineCore):
         """Handle every completion waiting (waiting up to ``wait`` s for the first)."""
         if self._dlq is not None:
             self._dlq.poll()
+        completions = self._completions  # this thread alone takes from it: empty() holds
+        if wait <= 0 and completions.empty():
+            return
         try:
-            item = (
-                self._completions.get(timeout=wait) if wait > 0 else self._completions.get_nowait()
-            )
+            item = completions.get(timeout=wait) if wait > 0 else completions.get_nowait()
         except Empty:
             return
         self._last_activity = time.monotonic()
@@ -42,14 +47,14 @@ class Completing(EngineCore):
                 self._completed(item)
             elif isinstance(item, DeadLettered):
                 self._dead_lettered(item)
-            try:
-                item = self._completions.get_nowait()
-            except Empty:
+            if completions.empty():
                 return
+            item = completions.get_nowait()
 
-    def _current(self, record: Record, epoch: int) -> PartitionState | None:
-        """The state ``record`` belongs to, None if its partition was revoked or lost since."""
-        state = self._states.get((record.topic, record.partition))
+    def _current(self, records: Sequence[Record], epoch: int) -> PartitionState | None:
+        """The state ``records`` (of one partition) belong to, None if their partition was
+        revoked or lost since."""
+        state = self._states.get(partition_of(records))
         return state if state is not None and state.epoch == epoch else None
 
     def _completed(self, done: Completion) -> None:
@@ -57,7 +62,7 @@ class Completing(EngineCore):
         count = len(records)
         self._in_flight -= count
         self._tasks -= 1
-        state = self._current(records[0], done.epoch)
+        state = self._current(records, done.epoch)
         if state is not None:
             state.in_flight -= count
             self._dispatcher.release(records)
@@ -75,7 +80,7 @@ class Completing(EngineCore):
         self._results(state, records, done.epoch, result)
 
     def _results(
-        self, state: PartitionState, records: list[Record], epoch: int, result: TaskResult
+        self, state: PartitionState, records: Sequence[Record], epoch: int, result: TaskResult
     ) -> None:
         """A task's records finished: the successful ones are done, the failed go their way."""
         if result.seconds:
@@ -124,7 +129,7 @@ class Completing(EngineCore):
             )
 
     def _dead_lettered(self, letter: DeadLettered) -> None:
-        state = self._current(letter.record, letter.epoch)
+        state = self._current((letter.record,), letter.epoch)
         if state is None:
             return
         state.dead_letters -= 1
@@ -142,18 +147,28 @@ class Completing(EngineCore):
         self._finish(state, [letter.record], letter.outcome.finished_at, DLQ)
 
     def _finish(
-        self, state: PartitionState, records: list[Record], finished_at: float, kind: str
+        self, state: PartitionState, records: Sequence[Record], finished_at: float, kind: str
     ) -> None:
         """``records`` (of ``state``'s partition) finished at ``finished_at`` (wall clock)."""
         if not records:
             return
-        state.tracker.complete_many([r.offset for r in records])
+        state.tracker.complete_records(records)
         self._count(state, kind, len(records))
         if self._ledger is not None:
             for record in records:
                 self._ledger.write(record, kind, finished_at)
         end_ms = finished_at * 1000.0
-        ms = [end_ms - r.timestamp_ms for r in records if r.timestamp_ms is not None]
-        if ms:
-            self._latency.add_many(ms)
-            observe_many(state.metrics.e2e, [max(m, 0.0) / 1000.0 for m in ms])
+        if isinstance(records, MessageBatch):  # timestamps read without making records
+            ms = end_ms - records.stamps_ms()
+            top = float(ms.max())
+            if top > end_ms:  # records without a timestamp (-1) have no latency
+                ms = ms[ms <= end_ms]
+                top = float(ms.max()) if len(ms) else 0.0
+            if len(ms):
+                self._latency.add_many(ms, top)
+                observe_many(state.metrics.e2e, np.maximum(ms, 0.0) / 1000.0)
+            return
+        ms_each = [end_ms - r.timestamp_ms for r in records if r.timestamp_ms is not None]
+        if ms_each:
+            self._latency.add_many(ms_each)
+            observe_many(state.metrics.e2e, [max(m, 0.0) / 1000.0 for m in ms_each])

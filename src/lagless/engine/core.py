@@ -26,6 +26,7 @@ from lagless.engine.health import Health
 from lagless.engine.ledger import Ledger
 from lagless.engine.ordering import Dispatcher
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionKey, PartitionState
+from lagless.engine.runs import RunDispatcher
 from lagless.engine.summary import LatencyLog, Progress, Timing
 from lagless.engine.workers import Workers
 from lagless.errors import LaglessError
@@ -65,7 +66,13 @@ class EngineCore:
         self._stop = stop or threading.Event()
         self._on_progress = on_progress
         self._completions: SimpleQueue[object] = SimpleQueue()
-        self._dispatcher = Dispatcher(config.ordering, config.batch_linger_ms / 1000.0)
+        self._batching = config.batch_size is not None  # a batch handler: see engine.intake
+        linger_s = config.batch_linger_ms / 1000.0
+        self._dispatcher: Dispatcher | RunDispatcher = (
+            RunDispatcher(config.ordering, linger_s)
+            if self._batching
+            else Dispatcher(config.ordering, linger_s)
+        )
         self._flow = FlowControl(config.max_pending)
         self._policy = CommitPolicy(config.commit_interval_s, config.commit_every)
         self._states: dict[PartitionKey, PartitionState] = {}

@@ -140,19 +140,53 @@ class PartitionQueue:
         return freed
 
 
-class Dispatcher:
-    """Per-partition queues and the round-robin turn over partitions with ready records."""
+class Turns:
+    """The round-robin turn over partitions that may start a task, the counts the poll loop
+    reads (held, ready, starving) and the linger, shared by both dispatchers."""
 
     def __init__(self, ordering: Ordering, linger_s: float = 0.0) -> None:
         self.ordering = ordering
         self.linger_s = linger_s
-        self._queues: dict[PartitionKey, PartitionQueue] = {}
         self._turn: deque[PartitionKey] = deque()
         self._scheduled: set[PartitionKey] = set()
         self.held = 0  # records pushed and not started, over all partitions
         self.ready = 0  # of which ready to start now
         self.starving = 0  # open partitions holding no record
         self.lingering_until: float | None = None  # the next time a lingering task is due
+
+    def _lingers(self, tp: PartitionKey, held: int, since: float, size: int, now: float) -> bool:
+        """Whether partition ``tp`` (holding ``held`` records since ``since``) waits for its
+        task to fill; if so it keeps its turn and ``lingering_until`` says when it is due."""
+        linger = self.linger_s
+        if not linger or held >= size or now - since >= linger:
+            return False
+        self._turn.append(tp)
+        due = since + linger
+        if self.lingering_until is None or due < self.lingering_until:
+            self.lingering_until = due
+        return True
+
+    def _dropped(self, held: int, ready: int) -> int:
+        """A closed partition's ``held`` records (``ready`` of them ready) leave the counts;
+        returns ``held``."""
+        self.held -= held
+        self.ready -= ready
+        if not held:
+            self.starving -= 1
+        return held
+
+    def _schedule(self, tp: PartitionKey) -> None:
+        if tp not in self._scheduled:
+            self._scheduled.add(tp)
+            self._turn.append(tp)
+
+
+class Dispatcher(Turns):
+    """Per-partition queues and the round-robin turn over partitions with ready records."""
+
+    def __init__(self, ordering: Ordering, linger_s: float = 0.0) -> None:
+        super().__init__(ordering, linger_s)
+        self._queues: dict[PartitionKey, PartitionQueue] = {}
         self._orphans: dict[PartitionKey, set[Hashable]] = {}  # lanes busy from a closed queue
 
     def open(self, tp: PartitionKey) -> None:
@@ -172,11 +206,7 @@ class Dispatcher:
         busy = queue.busy_lanes()
         if busy:
             self._orphans[tp] = busy
-        self.held -= queue.held
-        self.ready -= len(queue.ready)
-        if not queue.held:
-            self.starving -= 1
-        return queue.held
+        return self._dropped(queue.held, len(queue.ready))
 
     def push(self, record: Record, now: float = 0.0) -> None:
         tp = (record.topic, record.partition)
@@ -243,18 +273,13 @@ class Dispatcher:
         """The next task (up to ``size`` records of one partition), taking partitions in turn;
         None if none may start now (nothing ready, or every partition lingers)."""
         self.lingering_until = None
-        linger = self.linger_s
         for _ in range(len(self._turn)):
             tp = self._turn.popleft()
             queue = self._queues.get(tp)
             if queue is None or not queue.ready:
                 self._scheduled.discard(tp)
                 continue
-            if linger and queue.held < size and now - queue.since < linger:
-                self._turn.append(tp)  # not full yet: keep its turn
-                due = queue.since + linger
-                if self.lingering_until is None or due < self.lingering_until:
-                    self.lingering_until = due
+            if self._lingers(tp, queue.held, queue.since, size, now):
                 continue
             before = len(queue.ready)
             records = queue.take(size)
@@ -268,8 +293,3 @@ class Dispatcher:
                 self._scheduled.discard(tp)
             return records
         return None
-
-    def _schedule(self, tp: PartitionKey) -> None:
-        if tp not in self._scheduled:
-            self._scheduled.add(tp)
-            self._turn.append(tp)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lagless.engine.backpressure import Backlog
-from lagless.engine.tracker import PartitionTracker
+from lagless.engine.tracker import TrackerBase
 from lagless.observe.metrics import Metrics
 
 PartitionKey = tuple[str, int]
@@ -48,7 +48,7 @@ class PartitionState:
 
     tp: PartitionKey
     epoch: int
-    tracker: PartitionTracker
+    tracker: TrackerBase  # a PartitionTracker, or a RangeTracker for a batch handler
     metrics: PartitionMetrics
     backlog: Backlog = field(default_factory=Backlog)
     in_flight: int = 0

@@ -12,9 +12,9 @@ Each turn reads like the algorithm::
 Rebalance callbacks run inside ``poll`` on this same thread. Workers never touch the consumer;
 they hand back completions through a thread-safe queue.
 
-The steps live in parts by concept (``core`` holds the shared state): collect in
-``completions``, commit in ``committing``, the rebalance callbacks in ``rebalance``, watch in
-``watch``; poll, dispatch, flow control and stop are here.
+The steps live in parts by concept (``core`` holds the shared state): poll in ``intake``,
+collect in ``completions``, commit in ``committing``, the rebalance callbacks in
+``rebalance``, watch in ``watch``; dispatch, flow control and stop are here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message
+from confluent_kafka import Consumer, KafkaException
 
 from lagless.engine.committing import Committing
 from lagless.engine.completions import Completing
@@ -30,15 +30,15 @@ from lagless.engine.core import ProgressFn, topic_partition
 from lagless.engine.dlq import DeadLetterQueue
 from lagless.engine.events import EventKind
 from lagless.engine.idle import consumed_to_end
-from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionKey, PartitionState
+from lagless.engine.intake import Intake
+from lagless.engine.messages import partition_of
+from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
 from lagless.engine.rebalance import Rebalancing
-from lagless.engine.record import Record
 from lagless.engine.retry import RetryPolicy
 from lagless.engine.summary import RunSummary, Timing
 from lagless.engine.topics import check_topics_exist
 from lagless.engine.watch import Watching
 from lagless.engine.workers import make_workers
-from lagless.errors import ClusterError
 from lagless.kafka.clients import make_consumer
 
 __all__ = ["Engine", "ProgressFn"]
@@ -56,7 +56,7 @@ MAX_TASK = 500  # records per task of a per-record handler, at most
 UNCLOSED: list[Consumer] = []
 
 
-class Engine(Rebalancing, Completing, Committing, Watching):
+class Engine(Intake, Rebalancing, Completing, Committing, Watching):
     """One run of the consumer engine; :meth:`run` blocks until a stop condition.
 
     ``Engine(conf, config, handler, metrics=None, stop=None, on_progress=None)``.
@@ -164,88 +164,6 @@ class Engine(Rebalancing, Completing, Committing, Watching):
             return min(IDLE_POLL_S, max(0.0, due - time.monotonic()))
         return IDLE_POLL_S
 
-    def _poll(self) -> int:
-        """Fetch a batch and offer each record to its partition; how many came."""
-        assert self._consumer is not None
-        messages = self._consumer.consume(self.config.poll_batch, self._poll_timeout())
-        self._last_poll = time.monotonic()
-        if not messages:
-            return 0
-        now = time.monotonic()
-        self._last_activity = now
-        if self._stopping:
-            return len(messages)  # no longer ours: the next owner reads them from the commit
-        runs: dict[PartitionKey, list[Record]] = {}
-        key: PartitionKey | None = None
-        run: list[Record] = []
-        from_message = Record.from_message
-        for msg in messages:
-            err = msg.error()
-            if err is not None:
-                self._consumer_error(err, msg)
-                continue
-            record = from_message(msg)
-            if (record.topic, record.partition) != key:
-                key = (record.topic, record.partition)
-                run = runs.setdefault(key, [])
-            run.append(record)
-        for key, records in runs.items():
-            state = self._states.get(key)
-            if state is None:
-                continue  # not ours (any more): the next owner reads them from the commit
-            if not state.consuming:
-                self._first_record(state)
-            if state.backlog.kept:
-                state.backlog.kept.extend(records)  # stay behind the records kept earlier
-                continue
-            admitted = self._offer(state, records, now)
-            if admitted < len(records):
-                state.backlog.kept.extend(records[admitted:])
-                self._pause(state)
-        return len(messages)
-
-    def _first_record(self, state: PartitionState) -> None:
-        """The first record of ``state``'s partition since it was assigned here."""
-        state.consuming = True
-        self._next_watch = 0.0  # gauges now: the backlog found at assignment shows in short runs
-        self.health.received()
-        self._emit(EventKind.CONSUMING, (state.tp,))
-
-    def _offer(self, state: PartitionState, records: list[Record], now: float) -> int:
-        """Hand fetched records to their partition, as many as it has room for (see
-        :mod:`backpressure`); how many it took."""
-        tracker = state.tracker
-        room = self._flow.room(tracker.pending)
-        if room < len(records):
-            records = records[:room]
-        if not records:
-            return 0
-        fresh, skipped = tracker.receive_many(
-            [r.offset for r in records], now, [r.timestamp_ms for r in records]
-        )
-        if fresh is None:
-            self._dispatcher.push_many(records, now)
-        else:
-            if not skipped and not any(fresh):
-                return len(records)  # all stale: re-deliveries, ignored
-            self._dispatcher.push_many(
-                [r for r, new in zip(records, fresh, strict=True) if new], now
-            )
-        if self._timing.first_received is None:
-            self._timing.first_received = now
-        state.last_timestamp_ms = records[-1].timestamp_ms
-        if skipped:
-            self._count(state, SKIPPED, skipped)
-        return len(records)
-
-    def _consumer_error(self, err: KafkaError, msg: Message) -> None:
-        if err.fatal():
-            raise ClusterError(f"consumer failed: {err.str()}")
-        key = (err.code(), msg.topic())
-        if key not in self._reported_errors:
-            self._reported_errors.add(key)
-            log.warning("consumer error on %s: %s", msg.topic(), err.str())
-
     # -- dispatch -------------------------------------------------------------------------
 
     def _task_size(self) -> int:
@@ -282,8 +200,7 @@ class Engine(Rebalancing, Completing, Committing, Watching):
             records = next_task(size, now)
             if records is None:
                 break
-            first = records[0]
-            state = states[(first.topic, first.partition)]
+            state = states[partition_of(records)]
             state.in_flight += len(records)
             self._in_flight += len(records)
             self._tasks += 1

@@ -11,6 +11,7 @@ from lagless.engine import offset_map
 from lagless.engine.core import EngineCore
 from lagless.engine.events import EventKind
 from lagless.engine.partition import PartitionKey, PartitionMetrics, PartitionState
+from lagless.engine.ranges import RangeTracker
 from lagless.engine.tracker import PartitionTracker
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ class Rebalancing(EngineCore):
             self._states[key] = PartitionState(
                 key,
                 self._epoch,
-                PartitionTracker(base, completed),
+                (RangeTracker if self._batching else PartitionTracker)(base, completed),
                 PartitionMetrics(self.metrics, tp.topic, tp.partition),
             )
             self._dispatcher.open(key)

@@ -7,6 +7,9 @@ from array import array
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -54,16 +57,23 @@ class LatencyLog:
         if slot < self._capacity:
             self._ms[slot] = ms
 
-    def add_many(self, values: list[float]) -> None:
-        top = max(values)
+    def add_many(
+        self, values: list[float] | NDArray[np.floating[Any]], top: float | None = None
+    ) -> None:
+        """Add ``values`` (``top``: their maximum, if known)."""
+        if not len(values):
+            return
+        array = np.asarray(values, dtype=np.float64)
+        if top is None:
+            top = float(array.max())
         if self._max is None or top > self._max:
             self._max = top
         room = self._capacity - len(self._ms)
-        if len(values) <= room:
-            self._seen += len(values)
-            self._ms.extend(values)
+        if len(array) <= room:
+            self._seen += len(array)
+            self._ms.frombytes(array.tobytes())
             return
-        for ms in values:
+        for ms in array.tolist():
             self.add(ms)
 
     def summary(self) -> Latency:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from enum import Enum
 from itertools import repeat
 
 from lagless.engine import offset_map
+from lagless.engine.record import Record
 
 log = logging.getLogger(__name__)
 
@@ -28,19 +29,102 @@ class Arrival(Enum):
     STALE = "stale"  # at or below an offset already received: a re-delivery, ignore it
 
 
-class PartitionTracker:
-    """Completion state of one partition's records from the first unfinished one on."""
+class TrackerBase:
+    """What every tracker keeps beside its window: the committable offset once the window is
+    empty, the last offset received, the offsets an earlier run completed (skipped on
+    arrival) and the offset resets followed."""
 
     def __init__(self, committed: int | None = None, completed: Iterable[int] = ()) -> None:
-        self._window: deque[int] = deque()
-        self._since: deque[float] = deque()
-        self._stamps: deque[int | None] = deque()  # record timestamps (ms), beside the window
-        self._done: set[int] = set()
         floor = committed if committed is not None else -1
         self._earlier: set[int] = {o for o in completed if o > floor}
         self._next = committed
         self._last_received: int | None = None
         self.resets = 0  # offset resets followed (see _follow_reset)
+
+    @property
+    def committable(self) -> int | None:
+        raise NotImplementedError
+
+    def _done_above(self) -> Iterable[int]:
+        """Offsets finished by this run inside the window (above the committable one)."""
+        raise NotImplementedError
+
+    def _arrive(self, offset: int) -> bool:
+        """Whether a fetched ``offset`` is new (not a re-delivery), following an offset
+        reset; a new one is the last received from now on."""
+        if self._next is not None and offset < self._next and not self.pending:
+            self._follow_reset(offset)
+        if self._last_received is not None and offset <= self._last_received:
+            return False
+        if self._next is not None and offset < self._next:
+            return False
+        self._last_received = offset
+        return True
+
+    @property
+    def pending(self) -> int:
+        raise NotImplementedError
+
+    def _done_before(self, offset: int) -> bool:
+        """Whether an earlier run completed ``offset`` (told once: it is forgotten here)."""
+        if offset in self._earlier:
+            self._earlier.discard(offset)
+            return True
+        return False
+
+    def _follow_reset(self, offset: int) -> None:
+        """The consumer's position moved below what this tracker expected with nothing held
+        (``auto.offset.reset`` after OFFSET_OUT_OF_RANGE, e.g. a topic recreated): follow
+        the consumer, whose position is the truth; the records from ``offset`` on are new
+        and the offset map of the old log no longer applies."""
+        log.warning(
+            "partition position moved back from offset %s to %d (offset reset): "
+            "following it; records from %d on are processed",
+            self._next,
+            offset,
+            offset,
+        )
+        self._next = offset
+        self._last_received = None
+        self._earlier.clear()
+        self.resets += 1
+
+    def complete_records(self, records: Sequence[Record]) -> None:
+        """Mark a task's ``records`` (ascending offsets) finished."""
+        raise NotImplementedError
+
+    def first_uncommitted_timestamp_ms(self) -> int | None:
+        """Timestamp of the record at the committable offset, if it was fetched (the input
+        of :func:`lagless.observe.lagtime.lag_seconds`)."""
+        raise NotImplementedError
+
+    def oldest_unfinished(self) -> tuple[int, float] | None:
+        """(offset, time received) of the first unfinished record, None if all are done."""
+        raise NotImplementedError
+
+    def completed_above(self) -> list[int]:
+        """Finished offsets above the committable one (this run's and an earlier run's)."""
+        base = self.committable
+        above = self._earlier.union(self._done_above())
+        return sorted(o for o in above if base is None or o > base)
+
+    def offset_map(self, limit: int = offset_map.LIMIT) -> str:
+        """Commit metadata for the committable offset ('' when nothing is done above it)."""
+        base = self.committable
+        if base is None:
+            return ""
+        return offset_map.encode(base, self.completed_above(), limit)
+
+
+class PartitionTracker(TrackerBase):
+    """Completion state of one partition's records from the first unfinished one on."""
+
+    def __init__(self, committed: int | None = None, completed: Iterable[int] = ()) -> None:
+        super().__init__(committed, completed)
+        self._window: deque[int] = deque()
+        self._since: deque[float] = deque()
+        self._stamps: deque[int | None] = deque()  # record timestamps (ms), beside the window
+        self._done: set[int] = set()
 
     @property
     def committable(self) -> int | None:
@@ -52,21 +136,18 @@ class PartitionTracker:
         """Records held from the first unfinished on (unfinished, or done above it)."""
         return len(self._window)
 
+    def _done_above(self) -> Iterable[int]:
+        return self._done
+
     def receive(self, offset: int, now: float, timestamp_ms: int | None = None) -> Arrival:
         """Register a fetched record and its timestamp (offsets grow, except after an offset
         reset)."""
-        if self._next is not None and offset < self._next and not self._window:
-            self._follow_reset(offset)
-        if self._last_received is not None and offset <= self._last_received:
+        if not self._arrive(offset):
             return Arrival.STALE
-        if self._next is not None and offset < self._next:
-            return Arrival.STALE
-        self._last_received = offset
         self._window.append(offset)
         self._since.append(now)
         self._stamps.append(timestamp_ms)
-        if offset in self._earlier:
-            self._earlier.discard(offset)
+        if self._done_before(offset):
             self.complete(offset)
             return Arrival.DONE_BEFORE
         return Arrival.NEW
@@ -101,23 +182,6 @@ class PartitionTracker:
         ]
         fresh = [a is Arrival.NEW for a in arrivals]
         return fresh, sum(a is Arrival.DONE_BEFORE for a in arrivals)
-
-    def _follow_reset(self, offset: int) -> None:
-        """The consumer's position moved below what this tracker expected with nothing held
-        (``auto.offset.reset`` after OFFSET_OUT_OF_RANGE, e.g. a topic recreated): follow
-        the consumer, whose position is the truth; the records from ``offset`` on are new
-        and the offset map of the old log no longer applies."""
-        log.warning(
-            "partition position moved back from offset %s to %d (offset reset): "
-            "following it; records from %d on are processed",
-            self._next,
-            offset,
-            offset,
-        )
-        self._next = offset
-        self._last_received = None
-        self._earlier.clear()
-        self.resets += 1
 
     def complete(self, offset: int) -> None:
         """Mark ``offset`` finished; the committable offset moves past finished records."""
@@ -155,19 +219,6 @@ class PartitionTracker:
             done.discard(first)
             self._next = first + 1
 
-    def completed_above(self) -> list[int]:
-        """Finished offsets above the committable one (this run's and an earlier run's)."""
-        base = self.committable
-        above = self._done | self._earlier
-        return sorted(o for o in above if base is None or o > base)
-
-    def offset_map(self, limit: int = offset_map.LIMIT) -> str:
-        """Commit metadata for the committable offset ('' when nothing is done above it)."""
-        base = self.committable
-        if base is None:
-            return ""
-        return offset_map.encode(base, self.completed_above(), limit)
-
     def first_uncommitted_timestamp_ms(self) -> int | None:
         """Timestamp of the record at the committable offset, if it was fetched (the input
         of :func:`lagless.observe.lagtime.lag_seconds`)."""
@@ -178,3 +229,7 @@ class PartitionTracker:
         if not self._window:
             return None
         return self._window[0], self._since[0]
+
+    def complete_records(self, records: Sequence[Record]) -> None:
+        """Mark a task's ``records`` (ascending offsets) finished."""
+        self.complete_many([r.offset for r in records])

@@ -42,7 +42,7 @@ class Completion(NamedTuple):
     """A task that finished (or whose worker broke: ``fatal`` says why, and ``result`` then
     says which of its records finished before, if known; the others are abandoned)."""
 
-    records: list[Record]
+    records: Sequence[Record]
     epoch: int
     result: TaskResult | None
     fatal: str | None = None
@@ -52,7 +52,7 @@ class Completion(NamedTuple):
 class Workers(Protocol):
     task_s: float  # how long one task of a per-record handler should take
 
-    def submit(self, records: list[Record], epoch: int) -> None: ...
+    def submit(self, records: Sequence[Record], epoch: int) -> None: ...
 
     def abort(self) -> None:
         """Stop retry backoffs early (the engine is stopping)."""
@@ -77,7 +77,7 @@ class ThreadWorkers:
         self._run = run
         self._policy = policy
         self._completions = completions
-        self._tasks: SimpleQueue[tuple[list[Record], int] | None] = SimpleQueue()
+        self._tasks: SimpleQueue[tuple[Sequence[Record], int] | None] = SimpleQueue()
         self._stopping = threading.Event()
         self._threads = [
             threading.Thread(target=self._work, name=f"lagless-worker-{i}", daemon=True)
@@ -86,7 +86,7 @@ class ThreadWorkers:
         for thread in self._threads:
             thread.start()
 
-    def submit(self, records: list[Record], epoch: int) -> None:
+    def submit(self, records: Sequence[Record], epoch: int) -> None:
         self._tasks.put((records, epoch))
 
     def abort(self) -> None:
@@ -188,7 +188,7 @@ class ProcessWorkers:
             initargs=(self._stop, self._progress),
         )
 
-    def submit(self, records: list[Record], epoch: int) -> None:
+    def submit(self, records: Sequence[Record], epoch: int) -> None:
         slot = self._free.pop() if self._free else -1
         if slot >= 0:
             self._progress[2 * slot] = self._progress[2 * slot + 1] = 0
@@ -207,7 +207,9 @@ class ProcessWorkers:
         if slot >= 0:
             self._free.append(slot)
 
-    def _done(self, fut: Future[TaskResult], records: list[Record], epoch: int, slot: int) -> None:
+    def _done(
+        self, fut: Future[TaskResult], records: Sequence[Record], epoch: int, slot: int
+    ) -> None:
         self._futures.discard(fut)
         if fut.cancelled():  # not started before the engine stopped: abandoned
             self._release(slot)
@@ -257,7 +259,7 @@ class ProcessWorkers:
             process.join(timeout=max(0.1, deadline - time.monotonic()))
 
 
-def _succeeded_before(records: list[Record], ok: int, exc: BaseException) -> TaskResult:
+def _succeeded_before(records: Sequence[Record], ok: int, exc: BaseException) -> TaskResult:
     """A broken task's result: its first ``ok`` records succeeded, the others are abandoned
     (not finished: the next owner runs them again)."""
     abandoned: dict[int, Outcome] = {

@@ -1,0 +1,172 @@
+"""Dispatching batches: per partition, the runs of fetched messages held, handed out as tasks.
+
+The batch-handler counterpart of :class:`lagless.engine.ordering.Dispatcher`, with no object
+per record: a partition holds the runs the poll brought (lists of messages, the first one
+from a position ``lo``), and a task takes up to ``size`` messages from its front (whole runs
+without copying them, the last one sliced) as a :class:`MessageBatch`.
+
+The ordering modes' promise for batches:
+
+- ``partition``: a batch holds consecutive records of one partition; one batch in flight
+  per partition.
+- ``key``: the same rule — one batch in flight per partition, consecutive records. A batch
+  then never shares a key with another batch in flight (a key's records are in one
+  partition) and holds a key's records in offset order. It costs no work per record (no key
+  is read), which is what lets a fast batch handler keep up with the poll loop; parallelism
+  comes from partitions, as with ``partition``.
+- ``unordered``: any number of batches of a partition in flight.
+
+Partitions take turns (round-robin), a linger keeps a partition holding fewer than ``size``
+records until its oldest waited ``linger_s``, and a batch still running when its partition is
+closed keeps the partition busy (``partition``/``key``) if it comes back before the batch
+ends (:meth:`RunDispatcher.release_orphan`), as in :mod:`lagless.engine.ordering`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from itertools import chain
+
+from confluent_kafka import Message
+
+from lagless.engine.config import Ordering
+from lagless.engine.messages import MessageBatch
+from lagless.engine.ordering import PartitionKey, Turns
+from lagless.engine.record import Record
+
+
+class RunQueue:
+    """The messages of one partition held but not started: runs, the first from ``lo``."""
+
+    __slots__ = ("busy", "held", "lo", "runs", "since")
+
+    def __init__(self, busy: int = 0) -> None:
+        self.runs: deque[list[Message]] = deque()
+        self.lo = 0
+        self.held = 0
+        self.since = 0.0  # when the oldest message held arrived (approximately, see take)
+        self.busy = busy  # batches of this partition running
+
+    def take(self, size: int) -> list[Message]:
+        """Up to ``size`` messages from the front, in offset order."""
+        pieces: list[list[Message]] = []
+        room = size
+        runs = self.runs
+        while runs and room:
+            run, lo = runs[0], self.lo
+            left = len(run) - lo
+            if left <= room:
+                pieces.append(run if not lo else run[lo:])
+                runs.popleft()
+                self.lo = 0
+                room -= left
+            else:
+                pieces.append(run[lo : lo + room])
+                self.lo = lo + room
+                room = 0
+        taken = size - room
+        self.held -= taken
+        return pieces[0] if len(pieces) == 1 else list(chain.from_iterable(pieces))
+
+
+class RunDispatcher(Turns):
+    """Per-partition run queues and the round-robin turn over partitions that may start."""
+
+    def __init__(self, ordering: Ordering, linger_s: float = 0.0) -> None:
+        super().__init__(ordering, linger_s)
+        self.exclusive = ordering is not Ordering.UNORDERED  # one batch in flight a partition
+        self._queues: dict[PartitionKey, RunQueue] = {}
+        self._orphans: dict[PartitionKey, int] = {}  # batches running from a closed queue
+
+    def open(self, tp: PartitionKey) -> None:
+        if tp not in self._queues:
+            self._queues[tp] = RunQueue(self._orphans.get(tp, 0) if self.exclusive else 0)
+            self.starving += 1
+
+    def close(self, tp: PartitionKey) -> int:
+        """Stop dispatching ``tp``; its messages not started are dropped. Returns how many.
+        Its batches still running keep a reopened queue busy until :meth:`release_orphan`."""
+        queue = self._queues.pop(tp, None)
+        if queue is None:
+            return 0
+        if queue.busy:
+            self._orphans[tp] = queue.busy
+        return self._dropped(queue.held, 0 if self._blocked(queue) else queue.held)
+
+    def _blocked(self, queue: RunQueue) -> bool:
+        return self.exclusive and queue.busy > 0
+
+    def push_run(self, tp: PartitionKey, messages: list[Message], now: float) -> None:
+        """Hold a run of messages of ``tp`` (ascending offsets, after those held)."""
+        if not messages:
+            return
+        queue = self._queues[tp]
+        if not queue.held:
+            self.starving -= 1
+            queue.since = now
+        queue.runs.append(messages)
+        queue.held += len(messages)
+        self.held += len(messages)
+        if not self._blocked(queue):
+            self.ready += len(messages)
+            self._schedule(tp)
+
+    def release(self, task: Sequence[Record]) -> None:
+        """A dispatched batch finished: its partition may start the next one."""
+        assert isinstance(task, MessageBatch)
+        queue = self._queues.get(task.tp)
+        if queue is None:  # closed while it ran (a revoke waiting out its budget)
+            self.release_orphan(task)
+            return
+        self._ended(task.tp, queue)
+
+    def release_orphan(self, task: Sequence[Record]) -> None:
+        """A batch of a closed assignment of its partition ended: free the partition (its
+        current queue, if it came back)."""
+        assert isinstance(task, MessageBatch)
+        tp = task.tp
+        running = self._orphans.get(tp)
+        if not running:
+            return
+        if running == 1:
+            del self._orphans[tp]
+        else:
+            self._orphans[tp] = running - 1
+        queue = self._queues.get(tp)
+        if queue is not None and self.exclusive:
+            self._ended(tp, queue)
+
+    def _ended(self, tp: PartitionKey, queue: RunQueue) -> None:
+        queue.busy -= 1
+        if self.exclusive and not queue.busy and queue.held:
+            self.ready += queue.held
+            self._schedule(tp)
+
+    def next_task(self, size: int, now: float = 0.0) -> MessageBatch | None:
+        """The next batch (up to ``size`` messages of one partition), partitions in turn;
+        None if none may start now (nothing ready, or every partition lingers)."""
+        self.lingering_until = None
+        turn = self._turn
+        for _ in range(len(turn)):
+            tp = turn.popleft()
+            queue = self._queues.get(tp)
+            if queue is None or not queue.held or self._blocked(queue):
+                self._scheduled.discard(tp)
+                continue
+            if self._lingers(tp, queue.held, queue.since, size, now):
+                continue
+            messages = queue.take(size)
+            self.held -= len(messages)
+            self.ready -= len(messages)
+            queue.busy += 1
+            if self.exclusive:
+                self.ready -= queue.held  # the rest waits for this batch
+            if queue.held and not self.exclusive:
+                turn.append(tp)
+            else:
+                self._scheduled.discard(tp)
+            if not queue.held:
+                self.starving += 1
+            return MessageBatch(messages, tp)
+        return None
