@@ -56,3 +56,15 @@ def test_fetch_conf_keeps_reader_invariants() -> None:
     assert conf["enable.partition.eof"] is True
     assert conf["fetch.wait.max.ms"] == 7  # tuning the user may override
     assert conf["group.id"].startswith("lagless-spark-reader-")
+
+
+def test_headers_column_without_any_header_and_with_str_values() -> None:
+    schema = arrow_schema(kafka_schema(include_headers=True))
+    builder = BatchBuilder(schema, "t", 0)
+    builder.extend([Message(topic="t", partition=0, offset=i, timestamp=(1, i)) for i in range(3)])
+    bare = builder.flush()
+    assert bare.schema.equals(schema)
+    assert bare.column("headers").to_pylist() == [None, None, None]
+    assert bare.column("offset").to_pylist() == [0, 1, 2]
+    builder.add(Message(topic="t", partition=0, offset=3, headers=[("s", "é")], timestamp=(1, 3)))
+    assert builder.flush().column("headers").to_pylist() == [[{"key": "s", "value": "é".encode()}]]
