@@ -213,8 +213,8 @@ def gc_paused() -> Iterator[None]:
     Every consumed message and its header list is a fresh container object; with thousands
     alive at once, collections run over and over without finding anything: nothing made here
     forms a reference cycle (everything is freed by reference counting at each flush). Paused
-    for the whole range, a task reads ~25% more records/s than with pauses around each step
-    only (and ~3x more than with none)."""
+    for the whole range rather than around each step only: ~390k -> ~500k+ records/s per
+    core, measured outside Spark with headers."""
     if not gc.isenabled():
         yield
         return
@@ -234,12 +234,13 @@ def _take(
     report: DataLossReporter,
 ) -> int:
     """Add the messages inside the range to ``builder``; the position after them."""
-    last = messages[-1]
-    last_offset: int = last.offset()  # type: ignore[assignment]
-    if last_offset < rng.end and [m.error() for m in messages].count(None) == len(messages):
-        # The usual case: records only, all inside the range (offsets grow).
-        builder.extend(messages)
-        return last_offset + 1
+    if not [m for m in messages if m.error() is not None]:
+        # Records only (error events, whose offset may be None, take the loop below; a
+        # KafkaError cannot even be compared with None).
+        last_offset: int = messages[-1].offset()  # type: ignore[assignment]
+        if last_offset < rng.end:  # all inside the range: offsets grow
+            builder.extend(messages)
+            return last_offset + 1
     for msg in messages:
         offset: int = msg.offset()  # type: ignore[assignment]
         if msg.error() is not None:
