@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +69,12 @@ class TestKafka:
         acknowledgement; how many. ``key`` is the key of every record."""
         from lagless.app.codecs import encode
         from lagless.kafka.clients import make_producer
+
+        if isinstance(values, str | bytes | bytearray | Mapping):
+            raise TypeError(
+                f"produce({topic!r}, {type(values).__name__}): give a list of values "
+                "(one value would be produced character by character, or key by key)"
+            )
 
         producer = make_producer({**self.conf, "acks": "all", "linger.ms": 5})
         failed: list[str] = []

@@ -55,7 +55,8 @@ def test_lagless_run_starts_an_app_with_flag_overrides(lagless_kafka: TestKafka)
 def test_lagless_run_bad_target_is_one_line_and_exit_2(lagless_kafka: TestKafka) -> None:
     for args, message in [
         (["nosuchmodule:app"], "cannot import 'nosuchmodule'"),
-        (["tests.integration.app_helpers.copier:nope"], "is NoneType, not a lagless.App"),
+        (["tests.integration.app_helpers.copier:nope"], "copier has no attribute 'nope'"),
+        (["tests.integration.app_helpers.copier:os"], "is module, not a lagless.App"),
         (["justamodule"], "is not module:attribute"),
         ([APP, "--batch-size", "5"], "handler copy: takes one record at a time"),
     ]:

@@ -43,3 +43,12 @@ def test_the_plugin_is_found_by_a_fresh_project_and_starts_its_broker(tmp_path: 
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "1 passed" in done.stdout
+
+
+def test_produce_refuses_one_value_given_as_the_values(lagless_kafka: TestKafka) -> None:
+    topic = lagless_kafka.topic()
+    for one in ("abc", b"abc", {"id": 1}):
+        with pytest.raises(TypeError, match="a list of values"):
+            lagless_kafka.produce(topic, one)  # type: ignore[arg-type]
+    assert lagless_kafka.produce(topic, ["abc"]) == 1
+    assert [r.value for r in lagless_kafka.read(topic, count=1)] == [b"abc"]

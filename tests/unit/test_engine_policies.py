@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from lagless.engine.backpressure import Backlog, FlowControl, MessageRejected
@@ -140,3 +141,14 @@ def test_latency_log_is_exact_then_bounded() -> None:
     assert summary.max == 10_000.0, "the max stays exact"
     assert summary.p50 is not None and 3000 < summary.p50 < 7000, "a uniform sample"
     assert len(log._ms) == 100
+
+
+def test_latency_log_samples_many_at_once_once_full() -> None:
+    log = LatencyLog(capacity=1000)
+    log.add_many(np.arange(1, 601, dtype=np.float64))  # fills part of the log
+    log.add_many(np.arange(601, 100_001, dtype=np.float64))  # fills it, then samples
+    summary = log.summary()
+    assert len(log._ms) == 1000 and log._seen == 100_000
+    assert summary.max == 100_000.0, "the max stays exact"
+    assert summary.p50 is not None and 40_000 < summary.p50 < 60_000, "a uniform sample"
+    assert sorted(log._ms)[:600] != [float(v) for v in range(1, 601)], "early values replaced"

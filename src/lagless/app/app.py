@@ -19,15 +19,18 @@ to ``App(...)`` apply to every handler; a handler's own options win; :meth:`App.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from lagless.app.handlers import Codecs, HandlerSpec
+from lagless.app.handlers import Codecs, HandlerSpec, layered
+from lagless.app.health import LOCALHOST
 from lagless.app.outputs import check_outputs_exist
 from lagless.app.runner import Runner
 from lagless.app.signals import stop_on_signals
@@ -40,6 +43,20 @@ from lagless.kafka.admin import check_reachable
 log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+_CLI_IMPORT: list[str] = []  # the module ``lagless run`` is importing, while it does
+
+
+@contextmanager
+def imported_by_cli(module: str) -> Iterator[None]:
+    """While ``lagless run`` imports ``module``: starting an app there is refused (an unguarded
+    ``app.run()`` would block the import, then the app would run a second time)."""
+    _CLI_IMPORT.append(module)
+    try:
+        yield
+    finally:
+        _CLI_IMPORT.remove(module)
 
 
 class App:
@@ -57,6 +74,11 @@ class App:
     ) -> None:
         if not group:
             raise ConfigError("App(group=...): a consumer group id is needed")
+        if settings is not None and (bootstrap is not None or config_file is not None):
+            raise ConfigError(
+                "App(...): give settings= or bootstrap=/config_file=, not both (settings "
+                "would win and the others be ignored)"
+            )
         self.group = group
         self._settings = settings
         self._bootstrap = bootstrap
@@ -66,6 +88,8 @@ class App:
         self._overrides: dict[str, Any] = {}
         self.specs: list[HandlerSpec] = []
         self._runner: Runner | None = None
+        self._claim = threading.Lock()
+        self._busy = False  # started (or starting) and not finished
         self.summaries: dict[str, RunSummary] = {}
         self.hurried = False  # the last run was stopped at once (a second signal)
 
@@ -87,16 +111,18 @@ class App:
         ``batch_size`` it is a batch handler, :mod:`lagless.app.batch`). ``output_value`` /
         ``output_key``: how outputs are encoded (default: :func:`~lagless.app.codecs.encode`);
         ``output_conf``: librdkafka properties of its output producer (e.g. ``linger.ms``)."""
-        topics = (topic,) if isinstance(topic, str) else tuple(topic)
+        topics = _topics(topic)
         codecs = Codecs(value, key, output_value, output_key)
 
         def register(func: F) -> F:
-            merged = {**self._defaults, **options}
+            merged = layered(self._defaults, options)
             conf = dict(output_conf or {})
             spec = HandlerSpec.make(func, topics, codecs, output, merged, conf)
             if any(s.name == spec.name for s in self.specs):
                 raise ConfigError(f"two handlers named {spec.name!r}: rename one")
-            spec.engine_config(self.group)  # validate now: a bad option fails at import
+            specs = [*self.specs, spec]
+            # validate now: a bad option, or a topic two handlers would split, fails at import
+            _one_consumer_per_topic([s.engine_config(self.group) for s in specs], specs)
             self.specs.append(spec)
             return func
 
@@ -108,6 +134,8 @@ class App:
         other = copy.copy(self)
         other.specs = list(self.specs)
         other._runner = None
+        other._claim = threading.Lock()
+        other._busy = False
         other.summaries = {}
         other.hurried = False
         if settings is not None:
@@ -123,6 +151,7 @@ class App:
         if not self.specs:
             raise ConfigError("the app has no handlers: decorate a function with @app.handler")
         configs = [spec.engine_config(self.group, **self._overrides) for spec in self.specs]
+        _one_consumer_per_topic(configs, self.specs)
         return _distinct_instances(configs, [spec.name for spec in self.specs])
 
     def settings(self) -> KafkaSettings:
@@ -135,18 +164,33 @@ class App:
 
     # -- running --------------------------------------------------------------------------
 
-    def _start(self, metrics_port: int | None) -> Runner:
-        if self._runner is not None:
-            raise ConfigError("the app is already running")
+    def _start(self, metrics_port: int | None, metrics_host: str = LOCALHOST) -> Runner:
+        with self._claim:  # one run at a time, claimed before the (slow) start
+            if self._busy:
+                raise ConfigError("the app is already running")
+            self._busy = True
+        try:
+            runner = self._launch(metrics_port, metrics_host)
+        except BaseException:
+            self._busy = False
+            raise
+        self._runner = runner
+        return runner
+
+    def _launch(self, metrics_port: int | None, metrics_host: str) -> Runner:
+        if _CLI_IMPORT:
+            raise ConfigError(
+                f"app.run() was called while lagless run imported {_CLI_IMPORT[-1]!r}: guard "
+                "it with `if __name__ == \"__main__\":` (lagless run starts the app itself)"
+            )
         if metrics_port is not None and not 0 < metrics_port < 65536:
             raise ConfigError(f"metrics port {metrics_port} is not a port (1-65535)")
         configs = self.engine_configs()
         conf = self.settings().to_librdkafka()
         check_reachable(conf)
         check_outputs_exist(conf, (s.output for s in self.specs if s.output is not None))
-        runner = Runner(conf, self.specs, configs, metrics_port=metrics_port)
+        runner = Runner(conf, self.specs, configs, metrics=(metrics_host, metrics_port))
         runner.start()
-        self._runner = runner
         return runner
 
     def _finish(self, runner: Runner) -> dict[str, RunSummary]:
@@ -155,12 +199,17 @@ class App:
         finally:
             self.hurried = runner.hurried
             self._runner = None
+            self._busy = False
         return self.summaries
 
-    def run(self, metrics_port: int | None = None) -> dict[str, RunSummary]:
+    def run(
+        self, metrics_port: int | None = None, metrics_host: str = LOCALHOST
+    ) -> dict[str, RunSummary]:
         """Run every handler until each one's stop condition or SIGTERM/SIGINT; each handler's
-        summary by name. Raises the first handler failure (after stopping the others)."""
-        runner = self._start(metrics_port)
+        summary by name. Raises the first handler failure (after stopping the others).
+        ``metrics_port``: serve /metrics, /healthz and /readyz on ``metrics_host`` (loopback
+        by default; ``0.0.0.0`` for a Kubernetes probe, which calls the pod's address)."""
+        runner = self._start(metrics_port, metrics_host)
         event = runner.stop_event
         with stop_on_signals(event.is_set, event.set, runner.hurry):
             try:
@@ -169,11 +218,23 @@ class App:
                 summaries = self._finish(runner)
         return summaries
 
-    async def run_async(self, metrics_port: int | None = None) -> dict[str, RunSummary]:
+    async def run_async(
+        self, metrics_port: int | None = None, metrics_host: str = LOCALHOST
+    ) -> dict[str, RunSummary]:
         """:meth:`run` inside a running event loop, which stays free: the engines run on their
         own threads (coroutine handlers on each engine's event loop). Cancelling the task
         stops the app (drain, commit, leave) and re-raises."""
-        runner = await asyncio.to_thread(self._start, metrics_port)
+        starting = asyncio.ensure_future(
+            asyncio.to_thread(self._start, metrics_port, metrics_host)
+        )
+        try:
+            runner = await asyncio.shield(starting)
+        except asyncio.CancelledError:  # the start goes on in its thread: stop what it starts
+            with contextlib.suppress(Exception):
+                started = await starting
+                started.stop_event.set()
+                await asyncio.to_thread(self._finish, started)
+            raise
         try:
             while runner.running:
                 await asyncio.sleep(0.05)
@@ -205,10 +266,13 @@ class App:
 
     @contextmanager
     def running(
-        self, metrics_port: int | None = None, ready_timeout: float = 60.0
+        self,
+        metrics_port: int | None = None,
+        ready_timeout: float = 60.0,
+        metrics_host: str = LOCALHOST,
     ) -> Iterator[App]:
         """Start in the background and wait until every handler holds partitions."""
-        runner = self._start(metrics_port)
+        runner = self._start(metrics_port, metrics_host)
         try:
             if not runner.wait_ready(ready_timeout):
                 runner.stop_event.set()
@@ -233,6 +297,35 @@ class App:
         if self._runner is None:
             return {"alive": False, "ready": False, "handlers": {}}
         return self._runner.health().to_json()
+
+
+def _topics(topic: object) -> tuple[str, ...]:
+    """``@app.handler``'s topic or topics; ConfigError for anything else."""
+    if callable(topic):  # @app.handler without its arguments
+        raise ConfigError(
+            '@app.handler needs its topic: @app.handler("orders", ...), not @app.handler'
+        )
+    topics: tuple[object, ...] = (
+        (topic,) if isinstance(topic, str) else tuple(topic) if isinstance(topic, Iterable) else ()
+    )
+    if not topics or not all(isinstance(t, str) and t for t in topics):
+        raise ConfigError(f"@app.handler({topic!r}): give a topic name or a list of them")
+    return tuple(str(t) for t in topics)
+
+
+def _one_consumer_per_topic(configs: list[EngineConfig], specs: list[HandlerSpec]) -> None:
+    """ConfigError if two handlers consume one topic in one group: as two members of the group
+    they would split its partitions, each seeing only part of its records."""
+    first: dict[tuple[str, str], str] = {}
+    for config, spec in zip(configs, specs, strict=True):
+        for topic in config.topics:
+            other = first.setdefault((config.group, topic), spec.name)
+            if other != spec.name:
+                raise ConfigError(
+                    f"handlers {other} and {spec.name} both consume {topic!r} in group "
+                    f"{config.group!r}: they would split its partitions, each seeing part of "
+                    "its records; give one its own group=... (or make them one handler)"
+                )
 
 
 def _distinct_instances(configs: list[EngineConfig], names: list[str]) -> list[EngineConfig]:

@@ -6,6 +6,9 @@ A codec spec (the ``value=`` / ``key=`` of :meth:`lagless.App.handler`) is one o
 * ``str``: UTF-8 text;
 * ``"json"``: any JSON document (``json.loads``);
 * a pydantic model class: the validated model (from its JSON);
+* a container type or a typing generic (``dict``, ``list``, ``bool``, ``list[Order]``,
+  ``dict[str, int]``, ``int | None``...): JSON validated by pydantic into that type (calling
+  ``bool(b"false")`` or ``list(b"[1]")`` would give silently wrong values);
 * any other callable ``f(bytes | None) -> T`` (``int`` and ``float`` too): whatever it
   returns; it raises to reject;
 * a Schema Registry deserializer from :mod:`lagless.app.registry` (an extra).
@@ -14,7 +17,8 @@ A value that cannot be decoded raises :class:`DecodeError` (the engine sends the
 straight to the DLQ, with the error as the reason: retrying cannot help).
 
 :func:`encode` is the way back for outputs: bytes as is, ``str`` as UTF-8, a pydantic model as
-its JSON, ``None`` as a null, anything else as JSON. :func:`encoder` turns an output codec spec
+its JSON, ``None`` as a null, anything else as strict JSON (no NaN or Infinity; what is not
+JSON, e.g. a set, is an :class:`EncodeError`). :func:`encoder` turns an output codec spec
 (``output_value=`` / ``output_key=``: ``None`` for :func:`encode`, a callable ``f(obj) ->
 bytes``, or a Schema Registry codec, which also needs the output topic) into an
 :data:`Encoder`; an output that cannot be encoded raises :class:`EncodeError`.
@@ -22,11 +26,12 @@ bytes``, or a Schema Registry codec, which also needs the output topic) into an
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, get_origin, runtime_checkable
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from lagless.engine.handlers import DecodeError
 from lagless.errors import ConfigError, LaglessError
@@ -34,6 +39,8 @@ from lagless.errors import ConfigError, LaglessError
 Decoder = Callable[[bytes | None], Any]
 CodecSpec = Any  # bytes | str | "json" | type[BaseModel] | Decoder
 Encoder = Callable[[object, str], bytes | None]  # (an output key or value, its topic)
+# types that calling on bytes would turn into nonsense: decoded as JSON of that type instead
+JSON_TYPES = (dict, list, tuple, set, frozenset, bool)
 
 
 class EncodeError(LaglessError):
@@ -91,6 +98,24 @@ def _model(cls: type[BaseModel]) -> Decoder:
     return decode
 
 
+def _typed_json(spec: Any) -> Decoder:
+    adapter: TypeAdapter[Any] = TypeAdapter(spec)
+    name = getattr(spec, "__name__", None) if get_origin(spec) is None else None
+    name = name or str(spec).replace("typing.", "")
+
+    def decode(data: bytes | None) -> Any:
+        try:
+            if data is None:  # a null: None where the type allows it (e.g. Order | None)
+                return adapter.validate_python(None)
+            return adapter.validate_json(data)
+        except ValidationError as exc:
+            if data is None:
+                raise DecodeError(f"null, not a {name}") from None
+            raise DecodeError(f"not a valid {name}: {one_line(exc)}") from None
+
+    return decode
+
+
 def _custom(func: Callable[[bytes | None], Any]) -> Decoder:
     name = getattr(func, "__name__", repr(func))
 
@@ -117,6 +142,13 @@ def decoder(spec: CodecSpec, what: str = "value") -> Decoder:
         return _json
     if isinstance(spec, type) and issubclass(spec, BaseModel):
         return _model(spec)
+    if any(spec is t for t in JSON_TYPES) or get_origin(spec) is not None:
+        return _typed_json(spec)
+    if inspect.iscoroutinefunction(spec):
+        raise ConfigError(
+            f"{what}={getattr(spec, '__name__', spec)}: an async def decoder would hand the "
+            "handler a coroutine; decode synchronously (await in the handler)"
+        )
     if callable(spec):  # a function, or a type such as int or float
         return _custom(spec)
     raise ConfigError(
@@ -128,13 +160,19 @@ def encode(obj: object) -> bytes | None:
     """An output key or value as bytes (see the module doc)."""
     if obj is None or isinstance(obj, bytes):
         return obj
-    if isinstance(obj, str):
-        return obj.encode("utf-8")
-    if isinstance(obj, BaseModel):
-        return obj.model_dump_json().encode("utf-8")
     if isinstance(obj, bytearray | memoryview):
         return bytes(obj)
-    return json.dumps(obj, separators=(",", ":")).encode("utf-8")
+    try:
+        if isinstance(obj, str):
+            return obj.encode("utf-8")
+        if isinstance(obj, BaseModel):
+            return obj.model_dump_json().encode("utf-8")
+        return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:  # not JSON-able, NaN, a lone surrogate, ...
+        raise EncodeError(
+            f"cannot write {type(obj).__name__} as JSON: {exc} (write bytes, str, a pydantic "
+            "model or JSON data: dict, list, str, a finite number, bool, None)"
+        ) from None
 
 
 def plain(obj: object, topic: str) -> bytes | None:

@@ -11,7 +11,7 @@ registered with ``batch_size`` is a batch handler: :mod:`lagless.app.batch` wrap
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,14 +63,10 @@ class HandlerSpec:
         options: dict[str, Any],
         output_conf: dict[str, Any] | None = None,
     ) -> HandlerSpec:
-        name = getattr(func, "__name__", None) or repr(func)
+        name = getattr(func, "__name__", None) or type(func).__name__
         batch = options.get("batch_size") is not None
         key_param = "keys" if batch else "key"
-        params = [
-            p
-            for p in inspect.signature(func).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != key_param
-        ]
+        params = _positional(func, name, key_param)
         if not 1 <= len(params) <= 2:
             takes = "(values) or (values, records)" if batch else "(value) or (value, record)"
             raise ConfigError(f"handler {name}: takes {takes}, not {len(params)} arguments")
@@ -90,7 +86,7 @@ class HandlerSpec:
             target=target,
             options=options,
             output_conf=dict(output_conf or {}),
-            is_async=inspect.iscoroutinefunction(func),
+            is_async=_is_async(func),
             pass_record=len(params) == 2,
             pass_key=key_param in inspect.signature(func).parameters,
             batch=batch,
@@ -103,23 +99,25 @@ class HandlerSpec:
 
     def engine_config(self, app_group: str, /, **overrides: Any) -> EngineConfig:
         """This handler's engine options (``overrides`` win); ConfigError if invalid."""
-        values = _dlq_named(self.options)
-        given = _dlq_named({k: v for k, v in overrides.items() if v is not None})
+        given = {k: v for k, v in overrides.items() if v is not None}
         if not self.batch and any(k in given for k in BATCH_OPTIONS):
             raise ConfigError(
                 f"handler {self.name}: takes one record at a time; batch_size applies to batch "
                 "handlers (registered with @app.handler(..., batch_size=N))"
             )
-        if "dlq_topic" in given:  # a DLQ given now replaces the handler's failure choice
-            values.pop("on_failure", None)
-        if "on_failure" in given:
-            values.pop("dlq_topic", None)
-        values.update(given)
+        values = layered(self.options, given)
         values.setdefault("group", app_group)
         try:
-            return EngineConfig.build(topics=self.topics, **values)
+            config = EngineConfig.build(topics=self.topics, **values)
         except ConfigError as exc:
             raise ConfigError(f"handler {self.name}: {exc}") from None
+        if config.processes:
+            raise ConfigError(
+                f"handler {self.name}: processes={config.processes}: an App handler runs in "
+                "threads (its wrapper does not pickle into a process); keep the default "
+                "threads, or write an async def handler for many awaits at once"
+            )
+        return config
 
     def decode(self, record: Record) -> tuple[Any, Any]:
         """The record's decoded value and key (DecodeError if either fails)."""
@@ -133,12 +131,50 @@ class HandlerSpec:
         return args, ({"key": key} if self.pass_key else {})
 
 
-def _dlq_named(options: dict[str, Any]) -> dict[str, Any]:
+def _positional(func: Callable[..., Any], name: str, key_param: str) -> list[inspect.Parameter]:
+    """The parameters ``func`` is called with by position; ConfigError for a function the
+    wrapper cannot call (a generator function, a keyword-only parameter without a default)."""
+    if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+        raise ConfigError(
+            f"handler {name}: a generator function never runs as a handler (its body waits "
+            "for a consumer): return a list of outputs instead of yielding them"
+        )
+    params = list(inspect.signature(func).parameters.values())
+    for p in params:
+        if p.kind is p.KEYWORD_ONLY and p.default is p.empty and p.name != key_param:
+            raise ConfigError(
+                f"handler {name}: keyword-only parameter {p.name!r} has no default (the "
+                f"handler is called with its value, its record and {key_param}= only)"
+            )
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p for p in params if p.kind in positional and p.name != key_param]
+
+
+def _is_async(func: Callable[..., Any]) -> bool:
+    """An ``async def`` function, or an object whose ``__call__`` is one."""
+    if inspect.iscoroutinefunction(func):
+        return True
+    return not inspect.isroutine(func) and inspect.iscoroutinefunction(type(func).__call__)
+
+
+def _dlq_named(options: Mapping[str, Any]) -> dict[str, Any]:
     """``dlq`` (the short name) as EngineConfig's ``dlq_topic``."""
     out = dict(options)
     if "dlq" in out:
         out["dlq_topic"] = out.pop("dlq")
     return out
+
+
+def layered(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """Engine options ``top`` over ``base`` (``dlq`` named ``dlq_topic``). A failure choice in
+    ``top`` replaces ``base``'s: a DLQ topic drops its ``on_failure``, an ``on_failure`` its
+    DLQ topic (the engine takes one or the other)."""
+    values, given = _dlq_named(base), _dlq_named(top)
+    if given.get("dlq_topic") is not None:
+        values.pop("on_failure", None)
+    if given.get("on_failure") is not None:
+        values.pop("dlq_topic", None)
+    return {**values, **given}
 
 
 def engine_handler(spec: HandlerSpec, producer: OutputProducer) -> Handler:

@@ -26,6 +26,8 @@ from prometheus_client.registry import Collector
 from lagless.engine import HealthStatus
 from lagless.observe.http import serve as serve_http
 
+LOCALHOST = "127.0.0.1"  # where metrics and probes are served unless told otherwise
+
 
 @dataclass(frozen=True)
 class AppHealth:
@@ -75,9 +77,12 @@ class LabelledCollector(Collector):
 
 
 def serve(
-    port: int, health: Callable[[], AppHealth], registries: Mapping[str, CollectorRegistry]
+    host: str,
+    port: int,
+    health: Callable[[], AppHealth],
+    registries: Mapping[str, CollectorRegistry],
 ) -> WSGIServer:
-    """/metrics (every handler's, labelled), /healthz and /readyz on 127.0.0.1:``port``."""
+    """/metrics (every handler's, labelled), /healthz and /readyz on ``host:port``."""
     registry = CollectorRegistry()
     registry.register(LabelledCollector(registries))
-    return serve_http(registry, port, health=health)
+    return serve_http(registry, port, host, health=health)

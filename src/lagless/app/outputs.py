@@ -27,9 +27,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from confluent_kafka import KafkaError, Message
+from confluent_kafka import KafkaError, KafkaException, Message
 
 from lagless.app.codecs import Encoder, plain
+from lagless.engine.retry import check_result
 from lagless.engine.topics import check_topics_exist
 from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.clients import make_consumer, make_producer
@@ -56,6 +57,13 @@ class Out:
     value: object = None
     headers: Headers | None = None
     topic: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.topic is not None and (not isinstance(self.topic, str) or not self.topic):
+            raise ValueError(
+                f"Out(topic={self.topic!r}): a topic name is a non-empty str "
+                "(None, the default: the handler's output topic)"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +94,7 @@ class Target:
 def outgoing(result: object, input_key: bytes | None, target: Target) -> list[Outgoing]:
     """The records a handler's return value asks for (see the module doc); ``input_key`` is
     what an ``Out`` without a key gets (the input record's key; None for a batch)."""
+    check_result(result)  # a coroutine or generator: its work never ran
     if result is None:
         return []
     items = result if isinstance(result, list | tuple) else (result,)
@@ -141,8 +150,34 @@ class OutputProducer:
              **(overrides or {})}
         )  # fmt: skip
         self._closed = threading.Event()
+        self._known: set[str] = set()  # output topics seen in the cluster's metadata
+        self._checking = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name="lagless-outputs", daemon=True)
         self._thread.start()
+
+    def _unknown(self, records: list[Outgoing]) -> set[str]:
+        return {rec.topic for rec in records} - self._known
+
+    def _check_topics(self, topics: set[str]) -> None:
+        """OutputError if one of ``topics`` does not exist. Asked with a metadata request for
+        every topic, which creates none: producing to a missing topic would create it on
+        brokers that auto-create (Tansu, Kafka's default), so a typo in ``Out(topic=...)``
+        would write to a new topic silently."""
+        with self._checking:
+            topics = topics - self._known
+            if not topics:
+                return
+            try:
+                metadata = self._producer.list_topics(timeout=10)
+            except KafkaException as exc:
+                raise OutputError(f"cannot read the cluster's topics: {exc.args[0]}") from None
+            self._known.update(n for n, t in metadata.topics.items() if t.error is None)
+        missing = sorted(topics - self._known)
+        if missing:
+            raise OutputError(
+                f"output topic {missing[0]!r} does not exist "
+                f"(create it: lagless topic create {missing[0]})"
+            )
 
     def _serve(self) -> None:
         while not self._closed.is_set():
@@ -164,6 +199,8 @@ class OutputProducer:
         """Produce ``records``; return once all are acknowledged, else OutputError."""
         if not records:
             return
+        if self._unknown(records):
+            self._check_topics(self._unknown(records))
         done = threading.Event()
         errors: list[str] = []
 
@@ -179,6 +216,8 @@ class OutputProducer:
         """:meth:`send` for coroutines: awaits the acknowledgements without blocking the loop."""
         if not records:
             return
+        if self._unknown(records):
+            await asyncio.to_thread(self._check_topics, self._unknown(records))
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[str]] = loop.create_future()
 

@@ -14,15 +14,27 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
+from confluent_kafka import KafkaError, KafkaException
+
 from lagless.app.batch import async_batch_engine_handler, batch_engine_handler
 from lagless.app.handlers import HandlerSpec, async_engine_handler, engine_handler
-from lagless.app.health import AppHealth, serve
+from lagless.app.health import LOCALHOST, AppHealth, serve
 from lagless.app.outputs import OutputProducer
 from lagless.engine import Engine, EngineConfig, RunSummary
-from lagless.errors import LaglessError
+from lagless.errors import ConfigError, LaglessError
 from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
+
+
+def output_producer(conf: Mapping[str, Any], spec: HandlerSpec) -> OutputProducer:
+    """``spec``'s output producer; ConfigError naming the handler for a bad ``output_conf``."""
+    try:
+        return OutputProducer(conf, spec.output_conf)
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else exc
+        reason = err.str() if isinstance(err, KafkaError) else str(err)
+        raise ConfigError(f"handler {spec.name}: output_conf: {reason}") from None
 
 
 class Runner:
@@ -33,12 +45,12 @@ class Runner:
         conf: Mapping[str, Any],
         specs: Sequence[HandlerSpec],
         configs: Sequence[EngineConfig],
-        metrics_port: int | None = None,
+        metrics: tuple[str, int | None] = (LOCALHOST, None),
     ) -> None:
         self._conf = dict(conf)
         self._specs = list(specs)
         self._configs = list(configs)
-        self._metrics_port = metrics_port
+        self._metrics_host, self._metrics_port = metrics
         self.stop_event = threading.Event()
         self._engines: dict[str, Engine] = {}
         self._running: dict[str, bool] = {s.name: False for s in specs}
@@ -47,6 +59,7 @@ class Runner:
         }
         self.summaries: dict[str, RunSummary] = {}
         self._errors: list[BaseException] = []
+        self._failing = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._producers: list[OutputProducer] = []
         self._server: WSGIServer | None = None
@@ -55,7 +68,7 @@ class Runner:
     def start(self) -> None:
         try:
             for spec, config in zip(self._specs, self._configs, strict=True):
-                producer = OutputProducer(self._conf, spec.output_conf)
+                producer = output_producer(self._conf, spec)
                 self._producers.append(producer)
                 engine = Engine(
                     self._conf,
@@ -71,7 +84,9 @@ class Runner:
                 self._threads.append(thread)
             if self._metrics_port is not None:
                 registries = {name: m.exposed() for name, m in self.metrics.items()}
-                self._server = serve(self._metrics_port, self.health, registries)
+                self._server = serve(
+                    self._metrics_host, self._metrics_port, self.health, registries
+                )
         except BaseException:
             self._close()
             raise
@@ -101,8 +116,13 @@ class Runner:
         try:
             self.summaries[name] = engine.run()
         except BaseException as exc:
-            log.error("handler %s stopped: %s", name, exc)
-            self._errors.append(exc)
+            with self._failing:
+                self._errors.append(exc)
+                first = len(self._errors) == 1
+            if first:  # raised by finish() (a CLI prints it): logged only in detail
+                log.debug("handler %s stopped: %s", name, exc)
+            else:
+                log.error("handler %s stopped too: %s", name, exc)
             self.stop_event.set()  # one handler failed: stop the others (drain, commit)
         finally:
             self._running[name] = False

@@ -9,17 +9,23 @@ stops at once (exit 130).
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
+import traceback
 from typing import Annotated, Any
 
 import typer
 
 from lagless.app import App
+from lagless.app.app import imported_by_cli
+from lagless.app.health import LOCALHOST
 from lagless.cli.common import options, print_json, settings
 from lagless.cli.consume_run import EXIT_INTERRUPTED, describe
 from lagless.engine import OnFailure, Ordering
 from lagless.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 
 def load_app(spec: str) -> App:
@@ -31,13 +37,35 @@ def load_app(spec: str) -> App:
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     try:
-        module = importlib.import_module(module_name)
+        with imported_by_cli(module_name):
+            module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigError(f"cannot import {module_name!r}: {exc}") from None
-    app = getattr(module, attr, None)
+    except ConfigError:
+        raise  # e.g. a bad handler option: already one line naming the handler
+    except Exception as exc:  # the module raised while importing: where, in one line
+        log.debug("importing %s", module_name, exc_info=True)
+        raise ConfigError(
+            f"importing {module_name!r} raised {type(exc).__name__}: {_where(exc)}"
+        ) from None
+    app: object = module
+    for name in attr.split("."):  # module:attribute, or module:obj.attribute
+        if not hasattr(app, name):
+            raise ConfigError(f"{module_name} has no attribute {attr!r} (e.g. {module_name}:app)")
+        app = getattr(app, name)
     if not isinstance(app, App):
         raise ConfigError(f"{spec} is {type(app).__name__}, not a lagless.App")
     return app
+
+
+def _where(exc: Exception) -> str:
+    """``exc``'s message and the file and line it was raised at (the last frame's)."""
+    if isinstance(exc, SyntaxError):
+        name, line, message = exc.filename, exc.lineno, exc.msg
+    else:
+        frames = traceback.extract_tb(exc.__traceback__)
+        name, line, message = frames[-1].filename, frames[-1].lineno, str(exc)
+    return f"{message} ({os.path.relpath(name) if name else '?'}, line {line})"
 
 
 def run(
@@ -94,6 +122,10 @@ def run(
     metrics_port: Annotated[
         int | None, typer.Option(help="serve /metrics, /healthz and /readyz on this port")
     ] = None,
+    metrics_host: Annotated[
+        str,
+        typer.Option(help="address to serve them on; 0.0.0.0 for a Kubernetes probe"),
+    ] = LOCALHOST,
     as_json: Annotated[
         bool, typer.Option("--json", help="print one JSON object (summary per handler)")
     ] = False,
@@ -134,7 +166,7 @@ def run(
     opts = options(ctx)
     given = opts.bootstrap or opts.config or opts.state_dir
     configured = app.configured(settings(ctx) if given else None, **overrides)
-    summaries = configured.run(metrics_port=metrics_port)
+    summaries = configured.run(metrics_port=metrics_port, metrics_host=metrics_host)
     if as_json:
         print_json({name: s.to_json() for name, s in summaries.items()})
     else:

@@ -45,6 +45,7 @@ class LatencyLog:
         self._seen = 0
         self._max: float | None = None
         self._rng = random.Random(0)
+        self._np_rng = np.random.default_rng(0)
 
     def add(self, ms: float) -> None:
         self._seen += 1
@@ -69,12 +70,23 @@ class LatencyLog:
         if self._max is None or top > self._max:
             self._max = top
         room = self._capacity - len(self._ms)
-        if len(array) <= room:
-            self._seen += len(array)
-            self._ms.frombytes(array.tobytes())
-            return
-        for ms in array.tolist():
-            self.add(ms)
+        if room > 0:
+            self._ms.frombytes(array[:room].tobytes())
+            self._seen += min(room, len(array))
+            array = array[room:]
+        if len(array):
+            self._sample(array)
+
+    def _sample(self, array: NDArray[np.float64]) -> None:
+        """Algorithm R for many values at once (the log is full): the i-th value seen
+        replaces a uniformly drawn slot of ``range(seen_i)`` if that slot is a kept one."""
+        seen = self._seen + np.arange(1, len(array) + 1, dtype=np.float64)
+        slots = (self._np_rng.random(len(array)) * seen).astype(np.int64)
+        keep = slots < self._capacity
+        self._seen += len(array)
+        if keep.any():
+            kept = np.frombuffer(self._ms, dtype=np.float64)  # a view: writes go to the log
+            kept[slots[keep]] = array[keep]  # a slot drawn twice keeps the later value
 
     def summary(self) -> Latency:
         if not self._ms or self._max is None:

@@ -1,0 +1,165 @@
+"""Handler registration a hostile user would try: pure logic (no broker)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+import lagless
+from lagless.app.codecs import EncodeError, decoder, encode
+from lagless.engine.handlers import DecodeError
+from lagless.errors import ConfigError
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+def test_two_handlers_on_one_topic_in_one_group_are_refused() -> None:
+    app = lagless.App(group="g", on_failure="stop")
+
+    @app.handler("orders")
+    def first(value: bytes) -> None: ...
+
+    with pytest.raises(ConfigError, match="handlers first and second both consume 'orders'"):
+
+        @app.handler(["other", "orders"])
+        def second(value: bytes) -> None: ...
+
+    @app.handler("orders", group="audit")  # its own group: it sees every record too
+    def audit(value: bytes) -> None: ...
+
+    assert [s.name for s in app.specs] == ["first", "audit"]
+    with pytest.raises(ConfigError, match="handlers first and audit both consume 'orders'"):
+        app.configured(group="one")  # e.g. lagless run --group one
+
+
+def test_a_handler_it_cannot_call_is_refused_at_registration() -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match="handler h: keyword-only parameter 'db'"):
+
+        @app.handler("t")
+        def h(value: bytes, *, db: object) -> None: ...
+
+    with pytest.raises(ConfigError, match="handler gen: a generator function"):
+
+        @app.handler("t")
+        def gen(value: bytes) -> Iterator[bytes]:
+            yield value
+
+    @app.handler("t")
+    def fine(value: bytes, *, db: object = None, key: bytes | None = None) -> None: ...
+
+    assert [s.name for s in app.specs] == ["fine"]
+
+
+def test_an_out_topic_must_be_a_topic_name() -> None:
+    for topic in ("", 7):
+        with pytest.raises(ValueError, match="Out\\(topic="):
+            lagless.Out(value=b"v", topic=topic)  # type: ignore[arg-type]
+
+
+def test_outputs_that_are_not_json_are_an_encode_error() -> None:
+    with pytest.raises(EncodeError, match="set"):
+        encode({1, 2})
+    with pytest.raises(EncodeError, match="not JSON compliant"):
+        encode({"v": float("inf")})
+
+
+@pytest.mark.parametrize(
+    ("spec", "data", "expected"),
+    [
+        (dict, b'{"a": 1}', {"a": 1}),
+        (bool, b"false", False),  # bool(b"false") would be True
+        (list[int], b"[1, 2]", [1, 2]),  # list(b"[1, 2]") would be the bytes' codes
+        (dict[str, Point], b'{"p": {"x": 1, "y": 2}}', {"p": Point(x=1, y=2)}),
+        (int | None, None, None),  # a null is None where the type allows it
+    ],
+)
+def test_container_and_generic_types_are_validated_json(
+    spec: Any, data: bytes | None, expected: Any
+) -> None:
+    assert decoder(spec)(data) == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "data", "reason"),
+    [
+        (dict, b"[1]", "not a valid dict: Input should be an object"),
+        (list[int], b'["x"]', "not a valid list[int]: 0: Input should be a valid integer"),
+        (bool, b"maybe", "not a valid bool: Invalid JSON"),
+        (dict, None, "null, not a dict"),
+    ],
+)
+def test_container_and_generic_types_reject_with_the_reason(
+    spec: Any, data: bytes | None, reason: str
+) -> None:
+    with pytest.raises(DecodeError, match=re.escape(reason)):
+        decoder(spec)(data)
+
+
+def test_a_handlers_failure_choice_replaces_the_apps() -> None:
+    app = lagless.App(group="g", on_failure="stop", dlq=None)
+
+    @app.handler("a", dlq="a-dlq")  # its DLQ wins over the app's on_failure
+    def a(value: bytes) -> None: ...
+
+    skipping = lagless.App(group="g", dlq="all-dlq")
+
+    @skipping.handler("b", on_failure="skip")  # and its on_failure over the app's DLQ
+    def b(value: bytes) -> None: ...
+
+    (ca,), (cb,) = app.engine_configs(), skipping.engine_configs()
+    assert (ca.dlq_topic, ca.on_failure) == ("a-dlq", None)
+    assert (cb.dlq_topic, cb.on_failure) == (None, "skip")
+
+
+def test_processes_are_refused_for_app_handlers_with_one_line() -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match="handler h: processes=2: an App handler runs in threads"):
+
+        @app.handler("t", processes=2)
+        def h(value: bytes) -> None: ...
+
+    @app.handler("t", processes=0)  # threads: the default
+    def fine(value: bytes) -> None: ...
+
+    with pytest.raises(ConfigError, match="handler fine: processes=4"):
+        app.configured(processes=4)  # e.g. lagless run --processes 4
+
+
+def test_an_async_decoder_is_refused() -> None:
+    async def parse(data: bytes | None) -> bytes | None:
+        return data
+
+    with pytest.raises(ConfigError, match="value=parse: an async def decoder"):
+        decoder(parse)
+
+
+def test_settings_and_a_bootstrap_at_once_are_refused() -> None:
+    from pathlib import Path
+
+    from lagless.config import KafkaSettings
+
+    settings = KafkaSettings(bootstrap="127.0.0.1:1")
+    with pytest.raises(ConfigError, match="settings= or bootstrap=/config_file="):
+        lagless.App(group="g", settings=settings, bootstrap="127.0.0.1:2")
+    with pytest.raises(ConfigError, match="settings= or bootstrap=/config_file="):
+        lagless.App(group="g", settings=settings, config_file=Path("lagless.toml"))
+
+
+def test_a_decorator_without_its_topic_is_one_line() -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match=r'@app.handler needs its topic: @app.handler\("orders"'):
+
+        @app.handler  # type: ignore[arg-type]
+        def h(value: bytes) -> None: ...
+
+    for topics in ([], [""], ["a", 3], ""):
+        with pytest.raises(ConfigError, match="topic"):
+            app.handler(topics)  # type: ignore[arg-type]
