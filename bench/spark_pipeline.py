@@ -18,6 +18,8 @@ records/s (target >= 0.8 at 1M events). ``source_ms_per_trigger`` = Spark's
 ``durationMs.latestOffset + durationMs.getBatch`` of each trigger; ``steady_source_ms_*``: the
 same for the triggers of a processing-time query that a producer feeds (target <= 50 ms for
 every trigger after the first, which also pays Spark's one-off start of the source).
+``load_average_1m``: the machine's 1-minute load average before and after (both sides share the
+cores with everything else running).
 """
 
 from __future__ import annotations
@@ -190,6 +192,7 @@ def main() -> None:
     args = parser.parse_args()
 
     started = time.monotonic()
+    load_before = os.getloadavg()[0]
     with (
         bench_cluster() as (bootstrap, embedded),
         tempfile.TemporaryDirectory(prefix="lagless-spark-bench-") as tmp,
@@ -244,6 +247,7 @@ def main() -> None:
         },
         "same_valid_rows": kafka.valid_rows == from_files.valid_rows,
         "total_seconds": round(time.monotonic() - started, 1),
+        "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }
     sys.stdout.write(json.dumps(result) + "\n")
 

@@ -24,9 +24,9 @@ def test_batches_match_sparks_arrow_schema(headers: bool) -> None:
         headers=[("a", b"1"), ("b", None)],
         timestamp=(1, 1_700_000_000_123),
     )
-    builder.add(first, 7)
-    builder.add(Message(topic="t", partition=3, offset=9, headers=None, timestamp=(2, 5)), 9)
-    builder.add(Message(topic="t", partition=3, offset=10, value=b"x", timestamp=(0, -1)), 10)
+    builder.add(first)
+    builder.add(Message(topic="t", partition=3, offset=9, headers=None, timestamp=(2, 5)))
+    builder.add(Message(topic="t", partition=3, offset=10, value=b"x", timestamp=(0, -1)))
     batch = builder.flush()
     assert len(builder) == 0
     assert batch.schema.equals(schema)  # what Spark checks before taking the batch
@@ -56,3 +56,15 @@ def test_fetch_conf_keeps_reader_invariants() -> None:
     assert conf["enable.partition.eof"] is True
     assert conf["fetch.wait.max.ms"] == 7  # tuning the user may override
     assert conf["group.id"].startswith("lagless-spark-reader-")
+
+
+def test_headers_column_without_any_header_and_with_str_values() -> None:
+    schema = arrow_schema(kafka_schema(include_headers=True))
+    builder = BatchBuilder(schema, "t", 0)
+    builder.extend([Message(topic="t", partition=0, offset=i, timestamp=(1, i)) for i in range(3)])
+    bare = builder.flush()
+    assert bare.schema.equals(schema)
+    assert bare.column("headers").to_pylist() == [None, None, None]
+    assert bare.column("offset").to_pylist() == [0, 1, 2]
+    builder.add(Message(topic="t", partition=0, offset=3, headers=[("s", "é")], timestamp=(1, 3)))
+    assert builder.flush().column("headers").to_pylist() == [[{"key": "s", "value": "é".encode()}]]

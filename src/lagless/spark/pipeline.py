@@ -398,9 +398,9 @@ def run_pipeline(
                 raise LaglessError(f"cannot start the pipeline: {short_error(exc)}") from None
             wait(queries, stop)
             seconds = time.monotonic() - started
-            for q in queries:
-                if q.lastProgress is not None:
-                    tracker.progress(q.lastProgress)
+            for q in queries:  # the listener bus may not have delivered every event yet
+                for progress in q.recentProgress:
+                    tracker.progress(progress)  # idempotent: each batch is reported once
         finally:
             session.streams.removeListener(listener)
     finally:
