@@ -2,7 +2,7 @@
 
 Prints one JSON object. Usage: python bench/throughput.py [--records N] [--slow-records M]
 [--partitions P] [--keys K] [--value-bytes B] [--max-in-flight F] [--batch-size S]
-[--only noop,sleep,cpu]
+[--only noop,sleep,cpu] [--repeat R]
 
 Topic ``fast``: N jobs records (~150 B values, the ``lagless-id`` header, K keys). Read by
   raw_loop          ``consume(500)``, no per-record work: the ceiling of the client
@@ -24,8 +24,11 @@ worker processes of ``--processes``). The variants' processes tune the garbage c
 ``seconds`` is the processing span, the first handler start to the last handler end (the raw
 loop: first record to last), so joining the group counts for none; ``records_per_s`` =
 records / seconds; ``of_raw`` = records_per_s / the raw loop's; ``of_naive`` likewise against
-the naive loop of the same group. The machine's load average is printed too: on a shared
-machine only the ratios of one run compare.
+the naive loop of the same group. Every variant runs ``--repeat`` times (default 3), in rounds
+of all the variants of a group, and its figures are those of its median run (every run's rate
+in ``records_per_s_each``; peak RSS the highest): a 1M-record raw loop lasts under a second,
+and single runs of it varied 1.1M-1.7M records/s on an idle machine. The machine's load
+average is printed too: on a shared machine only the ratios of one run compare.
 """
 
 from __future__ import annotations
@@ -209,6 +212,16 @@ def run_child(spec: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     return figures
 
 
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A variant's figures over its runs: the run of median rate (the lower middle of an even
+    count), every run's rate in ``records_per_s_each``, the highest peak RSS of them all."""
+    ordered = sorted(runs, key=lambda figures: float(figures["records_per_s"]))
+    figures = dict(ordered[(len(ordered) - 1) // 2])
+    figures["records_per_s_each"] = [r["records_per_s"] for r in runs]
+    figures["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
+    return figures
+
+
 def ratios(group: dict[str, dict[str, Any]], raw_rate: float) -> None:
     naive_rate = group.get("naive", {}).get("records_per_s", 0.0)
     for figures in group.values():
@@ -229,10 +242,15 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--only", default="noop,sleep,cpu")
     parser.add_argument(
+        "--repeat", type=int, default=3, help="runs of each variant (its median is kept)"
+    )
+    parser.add_argument(
         "--default-gc", action="store_true", help="leave the collector as Python sets it"
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
     logging.basicConfig(level=logging.ERROR)
     if args.child:
         if not args.default_gc:
@@ -270,16 +288,20 @@ def main() -> None:
             kind = group.split("_")[0]
             # the raw loop always runs: every ratio is to it
             variants = listed if kind in groups else [v for v in listed if v == "raw_loop"]
-            figures: dict[str, dict[str, Any]] = {}
-            for variant in variants:
-                spans = Path(tmp) / f"{group}-{variant}.spans"
-                env = {_handlers.CPU_LOOPS_ENV: str(cpu_loops), _handlers.SPANS_ENV: str(spans)}
-                spec = {**base, "topic": topics[topic], "records": count}
-                flags = ["--default-gc"] if args.default_gc else []
-                spec = {**spec, "variant": variant, "kind": kind, "flags": flags}
-                figures[variant] = run_child(spec, env)
-            if figures:
-                result[group] = figures
+            runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+            for turn in range(args.repeat):  # rounds of every variant, so load hits all alike
+                for variant in variants:
+                    spans = Path(tmp) / f"{group}-{variant}-{turn}.spans"
+                    env = {
+                        _handlers.CPU_LOOPS_ENV: str(cpu_loops),
+                        _handlers.SPANS_ENV: str(spans),
+                    }
+                    spec = {**base, "topic": topics[topic], "records": count}
+                    flags = ["--default-gc"] if args.default_gc else []
+                    spec = {**spec, "variant": variant, "kind": kind, "flags": flags}
+                    runs[variant].append(run_child(spec, env))
+            if variants:
+                result[group] = {v: median_run(each) for v, each in runs.items()}
     raw_rate = result["noop"]["raw_loop"]["records_per_s"]
     for figures in result.values():
         ratios(figures, raw_rate)
@@ -298,6 +320,7 @@ def main() -> None:
                 "keys": args.keys,
                 "max_in_flight": args.max_in_flight,
                 "batch_size": args.batch_size,
+                "repeat": args.repeat,
                 "cpu_ms": round(1000 * _handlers.time_loops(cpu_loops), 3),
                 "embedded_broker": embedded,
                 "gc": "default" if args.default_gc else "tuned as lagless consume",

@@ -19,15 +19,18 @@ class Committing(EngineCore):
 
     def _commit_if_due(self) -> None:
         if self._policy.due(time.monotonic()):
-            self._skip_gaps(self._positions())
+            idle = [k for k, s in self._states.items() if not s.tracker.pending]
+            if idle:  # the position is read only where it can move the commit
+                self._skip_gaps(self._positions(idle))
             self._commit(list(self._states.values()), sync=False)
 
-    def _positions(self) -> dict[PartitionKey, int]:
-        """The consumer's position of each assigned partition (where it has one). Taken on
-        the loop between polls, every record below it was offered to its partition: past
-        the last record, the position also moves past transaction markers."""
+    def _positions(self, keys: list[PartitionKey] | None = None) -> dict[PartitionKey, int]:
+        """The consumer's position of each assigned partition (or of ``keys``) where it has
+        one. Taken on the loop between polls, every record below it was offered to its
+        partition: past the last record, the position also moves past transaction markers."""
         assert self._consumer is not None
-        keys = list(self._states)
+        if keys is None:
+            keys = list(self._states)
         if not keys:
             return {}
         try:

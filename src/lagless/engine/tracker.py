@@ -237,13 +237,6 @@ class PartitionTracker(TrackerBase):
             return None
         return self._window[0], self._since[0]
 
-    def skip_gap(self, position: int) -> None:
-        """The consumer's position is ``position`` and every record below it was received
-        here: with nothing held, the offsets between the last one finished and ``position``
-        hold no record (transaction markers): the committable offset moves there."""
-        if not self.pending and self._next is not None and position > self._next:
-            self._next = position
-
     def complete_records(self, records: Sequence[Record]) -> None:
         """Mark a task's ``records`` (ascending offsets) finished."""
         self.complete_many([r.offset for r in records])
