@@ -78,37 +78,21 @@ class RangeTracker(TrackerBase):
         :meth:`receive` them one by one."""
         first, last = messages[0].offset(), messages[-1].offset()
         assert first is not None and last is not None
-        if (
-            (self._earlier and not self._none_earlier_in(first, last))
-            or (self._last_received is not None and first <= self._last_received)
-            or (self._next is not None and first < self._next)
-        ):
+        if not self._all_new(first, last):
             return False
         self._ranges.append(_Range(messages, 0, len(messages), now))
         self._pending += len(messages)
         self._last_received = last
         return True
 
-    def _none_earlier_in(self, first: int, last: int) -> bool:
-        """Whether no offset an earlier run completed lies in ``first..last``. Those below
-        ``first`` never came (offsets arrive in order: compacted away) and are forgotten, so a
-        missing one does not hold every later run to the message-by-message path."""
-        earlier = self._earlier
-        if min(earlier) < first:
-            earlier.difference_update([o for o in earlier if o < first])
-        return not earlier or min(earlier) > last
-
     def receive_each(self, messages: list[Message], now: float) -> tuple[list[Message], int]:
         """Register fetched messages one by one (after :meth:`receive_run` said no): those to
         process, and how many an earlier run completed (skipped)."""
-        last = self._last_received
-        # a fetch that starts at or below the last offset received and goes past it re-delivers
-        # the records below (stale), it is not an offset reset (which lands wholly below)
-        overlap = last is not None and (messages[-1].offset() or 0) > last
+        stale = self._stale_up_to(messages[-1].offset() or 0)
         fresh: list[Message] = []
         skipped = 0
         for message in messages:
-            if overlap and last is not None and (message.offset() or 0) <= last:
+            if stale is not None and (message.offset() or 0) <= stale:
                 continue
             arrival = self.receive(message, now)
             if arrival is Arrival.NEW:

@@ -65,6 +65,34 @@ class TrackerBase:
     def pending(self) -> int:
         raise NotImplementedError
 
+    def _all_new(self, first: int, last: int) -> bool:
+        """Whether a fetched run of offsets ``first..last`` is wholly new (the common case):
+        nothing in it at or below the last offset received or below the committable one, and
+        no offset an earlier run completed inside it."""
+        received = self._last_received
+        return (
+            (not self._earlier or self._none_earlier_in(first, last))
+            and (received is None or first > received)
+            and (self._next is None or first >= self._next)
+        )
+
+    def _none_earlier_in(self, first: int, last: int) -> bool:
+        """Whether no offset an earlier run completed lies in ``first..last``. Those below
+        ``first`` never came (offsets arrive in order: compacted away) and are forgotten, so a
+        missing one does not hold every later run to the record-by-record path."""
+        earlier = self._earlier
+        if min(earlier) < first:
+            earlier.difference_update([o for o in earlier if o < first])
+        return not earlier or min(earlier) > last
+
+    def _stale_up_to(self, last: int) -> int | None:
+        """For a fetched run ending at ``last`` that is not wholly new: the offset up to which
+        its records are re-deliveries, if any. A fetch that starts at or below the last offset
+        received and goes past it re-delivers the records below (stale); it is not an offset
+        reset (which lands wholly below: see :meth:`_arrive`)."""
+        received = self._last_received
+        return received if received is not None and last > received else None
+
     def _done_before(self, offset: int) -> bool:
         """Whether an earlier run completed ``offset`` (told once: it is forgotten here)."""
         if offset in self._earlier:
@@ -168,23 +196,15 @@ class PartitionTracker(TrackerBase):
         skipped)."""
         if stamps is None:
             stamps = [None] * len(offsets)
-        last = self._last_received
-        first = offsets[0]
-        if (
-            not self._earlier
-            and (last is None or first > last)
-            and (self._next is None or first >= self._next)
-        ):
+        if self._all_new(offsets[0], offsets[-1]):
             self._window.extend(offsets)
             self._since.extend(repeat(now, len(offsets)))
             self._stamps.extend(stamps)
             self._last_received = offsets[-1]
             return None, 0
-        # a fetch that starts at or below the last offset received and goes past it re-delivers
-        # the records below (stale), it is not an offset reset (which lands wholly below)
-        overlap = last is not None and offsets[-1] > last
+        stale = self._stale_up_to(offsets[-1])
         arrivals = [
-            Arrival.STALE if overlap and last is not None and o <= last else self.receive(o, now, t)
+            Arrival.STALE if stale is not None and o <= stale else self.receive(o, now, t)
             for o, t in zip(offsets, stamps, strict=True)
         ]
         fresh = [a is Arrival.NEW for a in arrivals]
