@@ -16,7 +16,7 @@ import numpy as np
 from lagless.engine.config import OnFailure
 from lagless.engine.core import EngineCore
 from lagless.engine.dlq import DeadLettered
-from lagless.engine.messages import MessageBatch, partition_of
+from lagless.engine.messages import partition_of, stamps_ms
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
 from lagless.engine.record import Record
 from lagless.engine.retry import Outcome, TaskResult
@@ -157,18 +157,10 @@ class Completing(EngineCore):
         if self._ledger is not None:
             for record in records:
                 self._ledger.write(record, kind, finished_at)
-        end_ms = finished_at * 1000.0
-        if isinstance(records, MessageBatch):  # timestamps read without making records
-            ms = end_ms - records.stamps_ms()
-            top = float(ms.max())
-            if top > end_ms:  # records without a timestamp (-1) have no latency
-                ms = ms[ms <= end_ms]
-                top = float(ms.max()) if len(ms) else 0.0
-            if len(ms):
-                self._latency.add_many(ms, top)
-                observe_many(state.metrics.e2e, np.maximum(ms, 0.0) / 1000.0)
-            return
-        ms_each = [end_ms - r.timestamp_ms for r in records if r.timestamp_ms is not None]
-        if ms_each:
-            self._latency.add_many(ms_each)
-            observe_many(state.metrics.e2e, [max(m, 0.0) / 1000.0 for m in ms_each])
+        stamps = stamps_ms(records)
+        if stamps.min() < 0:  # records without a timestamp have no latency
+            stamps = stamps[stamps >= 0]
+        if len(stamps):
+            ms = finished_at * 1000.0 - stamps
+            self._latency.add_many(ms)
+            observe_many(state.metrics.e2e, np.maximum(ms, 0.0) / 1000.0)

@@ -46,6 +46,15 @@ def partition_runs(messages: list[Message], one_topic: bool) -> list[list[Messag
     return [list(group) for _, group in groupby(messages, key)]
 
 
+def stamps_ms(task: Sequence[Record]) -> NDArray[np.int64]:
+    """The timestamps (ms since the epoch) of a task's records, -1 for a record without one
+    (a batch reads them from its messages without making records)."""
+    if isinstance(task, MessageBatch):
+        return task.stamps_ms()
+    stamps = (-1 if r.timestamp_ms is None else r.timestamp_ms for r in task)
+    return np.fromiter(stamps, np.int64, len(task))
+
+
 def partition_of(task: Sequence[Record]) -> PartitionKey:
     """The partition of a task's records (a batch knows it without making a record)."""
     if isinstance(task, MessageBatch):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from array import array
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -44,29 +43,17 @@ class LatencyLog:
         self._capacity = capacity
         self._seen = 0
         self._max: float | None = None
-        self._rng = random.Random(0)
-        self._np_rng = np.random.default_rng(0)
+        self._rng = np.random.default_rng(0)
 
     def add(self, ms: float) -> None:
-        self._seen += 1
-        if self._max is None or ms > self._max:
-            self._max = ms
-        if len(self._ms) < self._capacity:
-            self._ms.append(ms)
-            return
-        slot = self._rng.randrange(self._seen)
-        if slot < self._capacity:
-            self._ms[slot] = ms
+        self.add_many([ms])
 
-    def add_many(
-        self, values: list[float] | NDArray[np.floating[Any]], top: float | None = None
-    ) -> None:
-        """Add ``values`` (``top``: their maximum, if known)."""
+    def add_many(self, values: list[float] | NDArray[np.floating[Any]]) -> None:
+        """Add ``values``: kept while there is room, then sampled (:meth:`_sample`)."""
         if not len(values):
             return
         array = np.asarray(values, dtype=np.float64)
-        if top is None:
-            top = float(array.max())
+        top = float(array.max())
         if self._max is None or top > self._max:
             self._max = top
         room = self._capacity - len(self._ms)
@@ -81,7 +68,7 @@ class LatencyLog:
         """Algorithm R for many values at once (the log is full): the i-th value seen
         replaces a uniformly drawn slot of ``range(seen_i)`` if that slot is a kept one."""
         seen = self._seen + np.arange(1, len(array) + 1, dtype=np.float64)
-        slots = (self._np_rng.random(len(array)) * seen).astype(np.int64)
+        slots = (self._rng.random(len(array)) * seen).astype(np.int64)
         keep = slots < self._capacity
         self._seen += len(array)
         if keep.any():
