@@ -19,7 +19,7 @@ class Committing(EngineCore):
 
     def _commit_if_due(self) -> None:
         if self._policy.due(time.monotonic()):
-            idle = [k for k, s in self._states.items() if not s.tracker.pending]
+            idle = [k for k, s in self._states.items() if s.holds_nothing]
             if idle:  # the position is read only where it can move the commit
                 self._skip_gaps(self._positions(idle))
             self._commit(list(self._states.values()), sync=False)
@@ -47,7 +47,7 @@ class Committing(EngineCore):
         records were dropped (stopping) or inside a rebalance callback."""
         for key, position in positions.items():
             state = self._states.get(key)
-            if state is not None and not state.backlog.kept and not state.busy:
+            if state is not None and state.holds_nothing:
                 state.tracker.skip_gap(position)
 
     def _commit(self, states: Iterable[PartitionState], *, sync: bool) -> None:

@@ -63,3 +63,9 @@ class PartitionState:
     def busy(self) -> bool:
         """Records of this partition are running or their dead letters are on their way."""
         return self.in_flight > 0 or self.dead_letters > 0
+
+    @property
+    def holds_nothing(self) -> bool:
+        """Every record fetched here finished: none held by the tracker, kept back, running,
+        or with its dead letter on the way."""
+        return not self.tracker.pending and not self.backlog.kept and not self.busy
