@@ -111,9 +111,7 @@ class MessageBatch(Sequence[Record]):
         return map(_from_message, self.messages)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, MessageBatch):
-            return list(self) == list(other)
-        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):  # a batch too
             return list(self) == list(other)
         return NotImplemented
 
