@@ -25,10 +25,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from lagless.errors import ConfigError
-from lagless.spark.options import SinkOptions, SourceOptions
 from lagless.spark.schema import kafka_schema
-from lagless.spark.sink import KafkaBatchWriter, KafkaStreamWriter
-from lagless.spark.source import KafkaBatchReader, KafkaStreamReader
 
 FORMAT = "lagless-kafka"
 
@@ -44,13 +41,26 @@ class LaglessKafkaDataSource(DataSource):
         headers = str(self.options.get("includeheaders", "false")).strip().lower()
         return kafka_schema(include_headers=headers in {"true", "1", "yes"})
 
+    # Readers and writers are imported where they are made: each Python process Spark starts
+    # for a data source (schema, stream runner, read/write planning) then imports only its
+    # own side (no producer in a reader's process, no Arrow kernels in the stream runner).
+
     def reader(self, schema: StructType) -> DataSourceReader:
+        from lagless.spark.options import SourceOptions
+        from lagless.spark.source import KafkaBatchReader
+
         return KafkaBatchReader(SourceOptions.parse(self.options), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
+        from lagless.spark.options import SourceOptions
+        from lagless.spark.source import KafkaStreamReader
+
         return KafkaStreamReader(SourceOptions.parse(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from lagless.spark.options import SinkOptions
+        from lagless.spark.sink import KafkaBatchWriter
+
         if overwrite:
             raise ConfigError(
                 "save mode overwrite is not allowed for Kafka: use append (the default)"
@@ -58,4 +68,7 @@ class LaglessKafkaDataSource(DataSource):
         return KafkaBatchWriter(SinkOptions.parse(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
+        from lagless.spark.options import SinkOptions
+        from lagless.spark.sink import KafkaStreamWriter
+
         return KafkaStreamWriter(SinkOptions.parse(self.options), schema)

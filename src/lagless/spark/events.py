@@ -73,8 +73,8 @@ def invalid_reason(e: Column, value: Column) -> Column:
 
 def parse_events(raw: DataFrame) -> DataFrame:
     """Kafka rows -> event columns, source coordinates, ``dlq_error_class``/``dlq_error``
-    (null for valid rows), and the original ``key``, ``value`` and ``headers`` (headers of
-    invalid rows only: valid rows do not need them)."""
+    (null for valid rows), and the original ``key``, ``value`` and ``headers`` of invalid rows
+    (null on valid rows, which do not need them)."""
     text = F.col("value").cast("string")
     parsed = F.from_json(text, EVENT_SCHEMA, PARSE_OPTIONS)
     headers = F.col("headers") if "headers" in raw.columns else F.lit(None)
@@ -89,11 +89,11 @@ def parse_events(raw: DataFrame) -> DataFrame:
         parsed.alias("e"),
     )
     reason = invalid_reason(F.col("e"), F.col("value"))
+    # Only dead letters carry their key, value and headers on: valid rows are written from
+    # their parsed fields, and the batch is cached (the value is most of a row's bytes).
+    dead = reason.isNotNull()
     return staged.select(
-        "key",
-        "value",
-        # only dead letters carry their headers on: nested columns are costly to cache
-        F.when(reason.isNotNull(), F.col("headers")).alias("headers"),
+        *(F.when(dead, F.col(name)).alias(name) for name in ("key", "value", "headers")),
         *SOURCE_COLUMNS,
         *(F.col("e")[name].alias(name) for name in EVENT_COLUMNS),
         reason["cls"].alias("dlq_error_class"),

@@ -3,8 +3,9 @@
 Option names follow Spark's own Kafka source (``subscribe``, ``startingOffsets``,
 ``maxOffsetsPerTrigger``, ``minPartitions``, ``failOnDataLoss``, ``includeHeaders``,
 ``kafka.*``). Spark hands a Python data source its options with lower-cased keys, so parsing
-is case-insensitive. Everything is checked once, at the boundary, and kept in frozen models
-that pickle cheaply to executors.
+is case-insensitive. Everything is checked once, at the boundary (``parse``), and kept in frozen
+dataclasses that pickle cheaply to executors (plain dataclasses: the Python processes Spark
+starts for the source import no validation library).
 
 - ``subscribe`` (required): comma-separated topics.
 - ``startingOffsets``: ``earliest``, ``latest`` or JSON ``{"t": {"0": 42, "1": -2}}``
@@ -48,9 +49,8 @@ import json
 import re
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from lagless.errors import ConfigError
 from lagless.spark.kafka_conf import librdkafka_conf
@@ -91,33 +91,32 @@ DURATION_UNITS_MS["d"] = 24 * DURATION_UNITS_MS["h"]
 Position = Literal["earliest", "latest"]
 
 
-class SourceOptions(BaseModel):
-    """What a ``lagless-kafka`` reader needs; built by :meth:`parse`."""
+@dataclass(frozen=True)
+class SourceOptions:
+    """What a ``lagless-kafka`` reader needs; built (and validated) by :meth:`parse`."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    topics: tuple[str, ...] = Field(min_length=1)
+    topics: tuple[str, ...]
     starting: Position | dict[str, dict[str, int]] | None = None
     ending: Literal["latest"] | dict[str, dict[str, int]] = "latest"
-    max_offsets_per_trigger: int | None = Field(default=None, ge=1)
-    min_partitions: int | None = Field(default=None, ge=1)
+    max_offsets_per_trigger: int | None = None
+    min_partitions: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
-    poll_timeout_ms: int = Field(default=120_000, ge=1)
-    starting_timestamp: int | None = Field(default=None, ge=0)
+    poll_timeout_ms: int = 120_000
+    starting_timestamp: int | None = None
     starting_by_timestamp: dict[str, dict[str, int]] | None = None
-    ending_timestamp: int | None = Field(default=None, ge=0)
+    ending_timestamp: int | None = None
     ending_by_timestamp: dict[str, dict[str, int]] | None = None
     timestamp_strategy: Literal["error", "latest"] = "error"
-    min_offsets_per_trigger: int | None = Field(default=None, ge=1)
-    max_trigger_delay_ms: int = Field(default=15 * 60_000, ge=0)
-    max_records_per_partition: int | None = Field(default=None, ge=1)
-    group_id_prefix: str = Field(default="lagless-spark-reader", min_length=1)
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60_000
+    max_records_per_partition: int | None = None
+    group_id_prefix: str = "lagless-spark-reader"
     group_id: str | None = None
-    fetch_offset_retries: int = Field(default=3, ge=1)
-    fetch_offset_retry_interval_ms: int = Field(default=1000, ge=0)
+    fetch_offset_retries: int = 3
+    fetch_offset_retry_interval_ms: int = 1000
     has_ending: bool = False
-    kafka: dict[str, str] = Field(default_factory=dict)
+    kafka: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -196,14 +195,13 @@ class SourceOptions(BaseModel):
         return None if isinstance(self.ending, str) else from_json(self.ending)
 
 
-class SinkOptions(BaseModel):
-    """What a ``lagless-kafka`` writer needs."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True)
+class SinkOptions:
+    """What a ``lagless-kafka`` writer needs; built (and validated) by :meth:`parse`."""
 
     topic: str | None = None
     batch_id: int | None = None
-    kafka: dict[str, str] = Field(default_factory=dict)
+    kafka: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:

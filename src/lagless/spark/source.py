@@ -41,7 +41,6 @@ from pyspark.sql.types import StructType
 
 from lagless.errors import ClusterError, ConfigError, LaglessError
 from lagless.kafka.offsets import OffsetProbe, PartitionKey, PartitionRange
-from lagless.spark.fetch import read_range
 from lagless.spark.offsets import (
     LATEST,
     OffsetJson,
@@ -181,6 +180,8 @@ class _KafkaReading:
                 # with one InputPartition(None).
                 return iter(())
             raise TypeError(f"not a lagless-kafka partition: {partition!r}")
+        from lagless.spark.fetch import read_range  # tasks only: not in the driver's runner
+
         return read_range(
             self.options.reader_conf(),
             partition.range,
