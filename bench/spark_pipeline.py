@@ -20,6 +20,13 @@ same for the triggers of a processing-time query that a producer feeds (target <
 every trigger after the first, which also pays Spark's one-off start of the source).
 ``load_average_1m``: the machine's 1-minute load average before and after (both sides share the
 cores with everything else running).
+
+Where a side's time goes (its kept run): ``outside_triggers_s`` = ``seconds`` minus Spark's
+``durationMs.triggerExecution`` of its triggers: setting the run up, Spark starting the query
+(for the Kafka side also the Python process that runs the source's driver side) and stopping
+it; ``cpu_s`` = CPU seconds (user + system, from ``/proc``; Linux only, else absent) used during
+the run by the JVM (``jvm``: Spark's driver and executor threads, JIT and GC) and by the Python
+processes Spark started (``python``: the workers reading Kafka, the source's runner).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +59,44 @@ from lagless.spark.session import build_session
 
 RATIO_TARGET = 0.8  # Kafka records/s over files records/s, at 1M events
 SOURCE_MS_TARGET = 50  # latestOffset + getBatch of one trigger of the Kafka source
+
+
+def process_cpu_s() -> dict[str, float] | None:
+    """CPU seconds used so far by this process's JVM child and the JVM's Python descendants
+    (the dead ones included, as their parents' reaped time); None off Linux."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    # pid -> (parent, own utime+stime, reaped children's cutime+cstime)
+    stats: dict[int, tuple[int, float, float]] = {}
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks = [int(f) for f in fields[11:15]]
+            stats[int(entry.name)] = (int(fields[1]), sum(ticks[:2]) / tick, sum(ticks[2:]) / tick)
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _, _) in stats.items():
+        children.setdefault(parent, []).append(pid)
+    jvms = [p for p in children.get(os.getpid(), []) if b"java" in _cmdline(p)]
+    # The JVM's own threads; its children are the Python processes (ended ones: reaped time).
+    out = {"jvm": sum(stats[p][1] for p in jvms), "python": sum(stats[p][2] for p in jvms)}
+    stack = [c for p in jvms for c in children.get(p, [])]
+    while stack:
+        pid = stack.pop()
+        out["python"] += stats[pid][1] + stats[pid][2]
+        stack.extend(children.get(pid, []))
+    return out
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def make_events(n: int, seed: int) -> list[OutRecord]:
@@ -97,7 +143,7 @@ def run(
     args: argparse.Namespace,
     files: Path | None,
     attempt: int = 0,
-) -> PipelineSummary:
+) -> Run:
     name = f"{'files' if files is not None else 'kafka'}-{attempt}"
     config = PipelineConfig.build(
         topic=topic,
@@ -110,7 +156,21 @@ def run(
         dlq_topic=f"{topic}-{name}-dlq",
     )
     raw = files_stream(files, topic) if files is not None else None
-    return run_pipeline(config, spark=spark, raw=raw)
+    before = process_cpu_s()
+    summary = run_pipeline(config, spark=spark, raw=raw)
+    after = process_cpu_s()
+    cpu = None if before is None or after is None else {k: after[k] - before[k] for k in after}
+    return Run(summary, cpu)
+
+
+@dataclass(frozen=True)
+class Run:
+    summary: PipelineSummary
+    cpu_s: dict[str, float] | None  # process_cpu_s used during the run
+
+    @property
+    def records_per_s(self) -> float:
+        return self.summary.records_per_s
 
 
 def steady_triggers(
@@ -166,7 +226,8 @@ def prepare(
     return topic, files, produced.records_per_s
 
 
-def side(summary: PipelineSummary) -> dict[str, Any]:
+def side(run_: Run) -> dict[str, Any]:
+    summary = run_.summary
     overhead = summary.source_ms
     return {
         "seconds": round(summary.seconds, 2),
@@ -176,6 +237,8 @@ def side(summary: PipelineSummary) -> dict[str, Any]:
         "dlq_rows": summary.dlq_rows,
         "source_ms_per_trigger_max": max(overhead, default=0),
         "source_ms_per_trigger": list(overhead),
+        "outside_triggers_s": round(summary.seconds - sum(summary.trigger_ms) / 1000, 2),
+        **({"cpu_s": {k: round(v, 2) for k, v in run_.cpu_s.items()}} if run_.cpu_s else {}),
     }
 
 
@@ -206,8 +269,8 @@ def main() -> None:
                 run(spark, conf, w_topic, work / "warmup", args, None)
                 run(spark, conf, w_topic, work / "warmup", args, w_files)
             topic, files, produce_rate = prepare(conf, work, args.events, args.partitions, 2)
-            kafka_runs: list[PipelineSummary] = []
-            files_runs: list[PipelineSummary] = []
+            kafka_runs: list[Run] = []
+            files_runs: list[Run] = []
             for attempt in range(args.repeat):  # alternating, so both sides see the same load
                 kafka_runs.append(run(spark, conf, topic, work, args, None, attempt))
                 files_runs.append(run(spark, conf, topic, work, args, files, attempt))
@@ -245,7 +308,7 @@ def main() -> None:
             "source_ms_after_first": max(steady[1:], default=SOURCE_MS_TARGET + 1)
             <= SOURCE_MS_TARGET,
         },
-        "same_valid_rows": kafka.valid_rows == from_files.valid_rows,
+        "same_valid_rows": kafka.summary.valid_rows == from_files.summary.valid_rows,
         "total_seconds": round(time.monotonic() - started, 1),
         "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }

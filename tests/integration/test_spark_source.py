@@ -317,3 +317,25 @@ def test_min_offsets_per_trigger_waits_for_records_or_the_max_delay(
         assert sum(reader.latestOffset(second, ReadAllAvailable())[topic].values()) == 50
     finally:
         reader.stop()
+
+
+def test_initial_offset_is_fixed_once_per_reader(
+    cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    """Spark asks a new query's start more than once while starting it: with
+    startingOffsets=latest, records written in between must not move it (they are read)."""
+    topic = make_topic(partitions=2)
+    produce_events(cluster.conf, topic, 10, bad_fraction=0.0, prefix="a")
+    options = SourceOptions.parse(
+        {"kafka.bootstrap.servers": cluster.bootstrap, "subscribe": topic}
+    )
+    reader = KafkaStreamReader(options, kafka_schema(include_headers=False))
+    try:
+        start = reader.initialOffset()
+        assert sum(start[topic].values()) == 10  # latest: after the 10 already there
+        produce_events(cluster.conf, topic, 5, bad_fraction=0.0, prefix="b")
+        assert reader.initialOffset() == start
+        end = reader.latestOffset(start, ReadAllAvailable())
+        assert sum(end[topic].values()) - sum(start[topic].values()) == 5
+    finally:
+        reader.stop()

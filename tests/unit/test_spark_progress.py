@@ -31,6 +31,7 @@ class Progress:
     sources: list[Source] = field(default_factory=list)
     batchDuration: int = 1000  # noqa: N815
     processedRowsPerSecond: float = 100.0  # noqa: N815
+    durationMs: dict[str, int] = field(default_factory=dict)  # noqa: N815
 
 
 def progress(name: str, batch: int, end: dict[str, int], latest: dict[str, int]) -> Progress:
@@ -156,3 +157,17 @@ def test_jvm_kafka_options() -> None:
     assert opts["kafka.security.protocol"] == "SASL_SSL"
     assert 'PlainLoginModule required username="u" password="p"' in opts["kafka.sasl.jaas.config"]
     assert opts["kafka.ssl.truststore.location"] == "/ca.pem"
+
+
+def test_source_and_trigger_durations_per_batch_of_the_main_query() -> None:
+    tracker = ProgressTracker(Metrics(), ["ev", "other"], main_query="ev", kafka={})
+    timings = {"latestOffset": 12, "getBatch": 30, "addBatch": 900, "triggerExecution": 1000}
+    for batch in (1, 0):  # the listener may deliver them out of order
+        p = progress("ev", batch, {"0": 10}, {"0": 10})
+        p.durationMs = {k: v * (batch + 1) for k, v in timings.items()}
+        tracker.progress(p)
+    other = progress("other", 0, {"0": 10}, {"0": 10})
+    other.durationMs = {"triggerExecution": 5}
+    tracker.progress(other)
+    assert tracker.source_ms() == [42, 84]  # latestOffset + getBatch, in batch order
+    assert tracker.trigger_ms() == [1000, 2000]  # triggerExecution; other queries left out

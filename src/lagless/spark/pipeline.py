@@ -211,6 +211,7 @@ class PipelineSummary:
     group: str | None
     committed: dict[str, dict[str, int]] = field(default_factory=dict)
     source_ms: tuple[int, ...] = ()  # progress.source_overhead_ms of each micro-batch
+    trigger_ms: tuple[int, ...] = ()  # progress.trigger_ms of each micro-batch
 
     @property
     def records_per_s(self) -> float:
@@ -419,4 +420,5 @@ def run_pipeline(
         group=config.group,
         committed=to_json(tracker.committed()),
         source_ms=tuple(tracker.source_ms()),
+        trigger_ms=tuple(tracker.trigger_ms()),
     )

@@ -108,6 +108,14 @@ def source_overhead_ms(progress: Any) -> int:
     return int(durations.get("latestOffset", 0)) + int(durations.get("getBatch", 0))
 
 
+def trigger_ms(progress: Any) -> int:
+    """The whole trigger: Spark's ``durationMs.triggerExecution`` (from asking the source for
+    offsets to the batch's commit). A run's time outside its triggers is what starting and
+    stopping the query cost (Spark starting a Python source's runner, for one)."""
+    durations = getattr(progress, "durationMs", None) or {}
+    return int(durations.get("triggerExecution", 0))
+
+
 class ProgressTracker:
     """Shared by the listener thread and the ``foreachBatch`` thread (hence the lock)."""
 
@@ -136,6 +144,7 @@ class ProgressTracker:
         self._committed: PartitionOffsets = {}
         self._totals = Totals(0, 0, 0, 0)
         self._source_ms: dict[int, int] = {}
+        self._trigger_ms: dict[int, int] = {}
 
     # -- from the foreachBatch writer -------------------------------------------------------
     def batch_written(self, counts: BatchCounts) -> None:
@@ -188,6 +197,7 @@ class ProgressTracker:
             lag = self._lag(commit or self._committed)
             if name == self.main_query:
                 self._source_ms[int(progress.batchId)] = source_overhead_ms(progress)
+                self._trigger_ms[int(progress.batchId)] = trigger_ms(progress)
                 report = self._report(progress, lag)
         if commit:
             self._commit(commit)
@@ -250,6 +260,11 @@ class ProgressTracker:
         """:func:`source_overhead_ms` of each micro-batch of the main query, in batch order."""
         with self._lock:
             return [self._source_ms[k] for k in sorted(self._source_ms)]
+
+    def trigger_ms(self) -> list[int]:
+        """:func:`trigger_ms` of each micro-batch of the main query, in batch order."""
+        with self._lock:
+            return [self._trigger_ms[k] for k in sorted(self._trigger_ms)]
 
     def committed(self) -> PartitionOffsets:
         with self._lock:

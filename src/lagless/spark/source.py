@@ -200,9 +200,14 @@ class KafkaStreamReader(_KafkaReading, DataSourceStreamReader, SupportsTriggerAv
         self._target: PartitionOffsets | None = None
         self._latest_seen: PartitionOffsets | None = None
         self._last_trigger: float | None = None
+        self._initial: OffsetJson | None = None
 
     def initialOffset(self) -> OffsetJson:  # noqa: N802
-        return to_json(self.starting(self.latest(), "latest"))
+        """Where a new query starts, worked out once: Spark asks more than once while it
+        starts a query (each answer would cost the broker round trips again)."""
+        if self._initial is None:
+            self._initial = to_json(self.starting(self.latest(), "latest"))
+        return self._initial
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
         limit = self.options.max_offsets_per_trigger
