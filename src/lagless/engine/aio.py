@@ -23,7 +23,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from queue import SimpleQueue
+from queue import Queue
 from typing import Any
 
 from lagless.engine.batch import run_batch_async
@@ -116,7 +116,7 @@ class AsyncWorkers:
     task_s = ASYNC_TASK_S
 
     def __init__(
-        self, handler: Any, batch: bool, policy: RetryPolicy, completions: SimpleQueue[object]
+        self, handler: Any, batch: bool, policy: RetryPolicy, completions: Queue[object]
     ) -> None:
         self._handler = handler
         self._batch = batch

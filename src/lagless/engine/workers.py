@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from queue import SimpleQueue
+from queue import Queue, SimpleQueue
 from typing import Any, NamedTuple, Protocol
 
 from lagless.engine.batch import run_batch
@@ -71,7 +71,7 @@ class ThreadWorkers:
         handler: Any,
         run: Runner,
         policy: RetryPolicy,
-        completions: SimpleQueue[object],
+        completions: Queue[object],
     ) -> None:
         self._handler = handler
         self._run = run
@@ -162,7 +162,7 @@ class ProcessWorkers:
         handler: Any,
         run: Runner,
         policy: RetryPolicy,
-        completions: SimpleQueue[object],
+        completions: Queue[object],
         slots: int = 1024,
     ) -> None:
         try:
@@ -281,7 +281,7 @@ def make_workers(
     handler: Any,
     batch: bool,
     policy: RetryPolicy,
-    completions: SimpleQueue[object],
+    completions: Queue[object],
 ) -> Workers:
     """Where ``handler`` runs, per record or per batch when ``batch``: an event loop if it is
     ``async def``, else processes or threads."""
