@@ -6,11 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint bench clean java
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/compile_pyspark_zip.py
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "lagless needs Python 3.11 or newer")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python scripts/compile_pyspark_zip.py
 	@touch $(STAMP)
 
 java:
