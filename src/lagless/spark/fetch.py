@@ -220,7 +220,7 @@ def _take(
     report: DataLossReporter,
 ) -> int:
     """Add the messages inside the range to ``builder``; the position after them."""
-    if not [m for m in messages if m.error() is not None]:
+    if not any(map(Message.error, messages)):  # (a KafkaError is always true)
         # Records only (error events, whose offset may be None, take the loop below; a
         # KafkaError cannot even be compared with None).
         last_offset: int = messages[-1].offset()  # type: ignore[assignment]
