@@ -23,7 +23,6 @@ from lagless.engine.record import Record
 from lagless.engine.retry import Outcome, TaskResult
 from lagless.engine.workers import Completion
 from lagless.errors import LaglessError, RecordError
-from lagless.observe.metrics import observe_many
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +90,7 @@ class Completing(EngineCore):
         """A task's records finished: the successful ones are done, the failed go their way.
         ``stamps``: the records' timestamps, if a worker read them."""
         if result.seconds:
-            observe_many(state.metrics.processing, result.seconds)
+            self._publish.processing(state.metrics.processing, result.seconds)
             if self.config.batch_size is None:
                 self._pace(result.seconds)
         failed = result.failed
@@ -166,15 +165,11 @@ class Completing(EngineCore):
         if not records:
             return
         state.tracker.complete_records(records)
-        self._count(state, kind, len(records))
+        self._count(state, kind, len(records), metric=False)
         if self._ledger is not None:
             for record in records:
                 self._ledger.write(record, kind, finished_at)
         if stamps is None:
             stamps = stamps_ms(records)
-        if stamps.min() < 0:  # records without a timestamp have no latency
-            stamps = stamps[stamps >= 0]
-        if len(stamps):
-            ms = finished_at * 1000.0 - stamps
-            self._latency.add_many(ms)
-            observe_many(state.metrics.e2e, np.maximum(ms, 0.0) / 1000.0)
+        metrics = state.metrics
+        self._publish.finished(metrics.finished[kind], metrics.e2e, stamps, finished_at)

@@ -328,6 +328,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
                 log.warning("%d dead letters undelivered at close", left)
         if self._ledger is not None:
             self._ledger.flush()
+        self._publish.flush()
         if self._consumer is not None:
             self._close_consumer(self._consumer)
         self.metrics.in_flight.set(0)
@@ -354,6 +355,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
         """What the run did so far (the value :meth:`run` returns; after a failure too)."""
         for state in self._states.values():
             self._tally(state)
+        self._publish.flush()
         processed = self.processed
         return RunSummary(
             processed=processed,
