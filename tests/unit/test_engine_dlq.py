@@ -3,9 +3,8 @@ no broker needed)."""
 
 from __future__ import annotations
 
-from queue import SimpleQueue
-
 from lagless.engine.dlq import DeadLettered, DeadLetterQueue, dlq_message_max_bytes
+from lagless.engine.inbox import new_inbox
 from lagless.engine.record import Record
 from lagless.engine.retry import Outcome
 
@@ -17,7 +16,7 @@ def test_dlq_producer_size_follows_the_consumer_receive_limit() -> None:
 
 
 def test_a_dead_letter_refused_before_sending_comes_back_as_an_error() -> None:
-    completions: SimpleQueue[object] = SimpleQueue()
+    completions = new_inbox()
     dlq = DeadLetterQueue(
         {"bootstrap.servers": "127.0.0.1:1", "receive.message.max.bytes": 1000}, "d", completions
     )

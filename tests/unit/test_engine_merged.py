@@ -141,12 +141,11 @@ def test_lazy_headers_keep_a_null_value_none() -> None:
 
 
 def test_a_dead_process_names_its_record_and_keeps_the_task_successes_before_it() -> None:
-    from queue import SimpleQueue
-
+    from lagless.engine.inbox import new_inbox
     from lagless.engine.workers import Completion, ProcessWorkers
     from tests.integration.engine_helpers.hostile import die
 
-    completions: SimpleQueue[object] = SimpleQueue()
+    completions = new_inbox()
     workers = ProcessWorkers(1, die, run_each, POLICY, completions)
     try:
         workers.submit([rec(i) for i in range(1, 8)], 0)

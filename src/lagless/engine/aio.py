@@ -23,7 +23,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Hashable, Sequence
-from queue import SimpleQueue
+from queue import Queue
 from typing import Any
 
 from lagless.engine.batch import run_batch_async
@@ -117,7 +117,7 @@ class AsyncWorkers:
     chains = False
 
     def __init__(
-        self, handler: Any, batch: bool, policy: RetryPolicy, completions: SimpleQueue[object]
+        self, handler: Any, batch: bool, policy: RetryPolicy, completions: Queue[object]
     ) -> None:
         self._handler = handler
         self._batch = batch

@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from queue import SimpleQueue
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
@@ -23,6 +22,7 @@ from lagless.engine.dlq import DeadLetterQueue
 from lagless.engine.events import EventKind, EventLog
 from lagless.engine.handlers import BatchHandler, Handler
 from lagless.engine.health import Health
+from lagless.engine.inbox import new_inbox
 from lagless.engine.ledger import Ledger
 from lagless.engine.ordering import Dispatcher
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionKey, PartitionState
@@ -66,7 +66,7 @@ class EngineCore:
         self.metrics = metrics or Metrics(group=config.group)
         self._stop = stop or threading.Event()
         self._on_progress = on_progress
-        self._completions: SimpleQueue[object] = SimpleQueue()
+        self._completions = new_inbox()
         self._batching = config.batch_size is not None  # a batch handler: see engine.intake
         linger_s = config.batch_linger_ms / 1000.0
         self._dispatcher: Dispatcher | RunDispatcher = (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from queue import SimpleQueue
+from queue import Queue
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message
@@ -74,9 +74,7 @@ class DeadLettered:
 class DeadLetterQueue:
     """An idempotent producer to the DLQ topic reporting into the completion queue."""
 
-    def __init__(
-        self, conf: Mapping[str, Any], topic: str, completions: SimpleQueue[object]
-    ) -> None:
+    def __init__(self, conf: Mapping[str, Any], topic: str, completions: Queue[object]) -> None:
         self.topic = topic
         self._completions = completions
         self._producer = make_producer(

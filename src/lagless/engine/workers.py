@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from queue import SimpleQueue
+from queue import Queue, SimpleQueue
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -87,7 +87,7 @@ class ThreadWorkers:
         handler: Any,
         run: Runner,
         policy: RetryPolicy,
-        completions: SimpleQueue[object],
+        completions: Queue[object],
     ) -> None:
         self._handler = handler
         self._run = run
@@ -198,7 +198,7 @@ class ProcessWorkers:
         handler: Any,
         run: Runner,
         policy: RetryPolicy,
-        completions: SimpleQueue[object],
+        completions: Queue[object],
         slots: int = 1024,
     ) -> None:
         try:
@@ -318,7 +318,7 @@ def make_workers(
     handler: Any,
     batch: bool,
     policy: RetryPolicy,
-    completions: SimpleQueue[object],
+    completions: Queue[object],
 ) -> Workers:
     """Where ``handler`` runs, per record or per batch when ``batch``: an event loop if it is
     ``async def``, else processes or threads."""
