@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from queue import SimpleQueue
+from queue import Queue
 
 from lagless.engine.batch import run_batch
 from lagless.engine.record import Record
@@ -34,7 +34,7 @@ def test_a_lanes_tasks_run_one_at_a_time_in_submission_order() -> None:
         with lock:
             running[lane] -= 1
 
-    completions: SimpleQueue[object] = SimpleQueue()
+    completions: Queue[object] = Queue()
     workers = ThreadWorkers(8, handler, run_batch, RetryPolicy(0), completions)
     assert workers.chains
     try:
@@ -57,7 +57,7 @@ def test_tasks_without_a_lane_run_side_by_side() -> None:
     def handler(batch: Sequence[Record]) -> None:
         started.wait()  # all three at once, or the barrier breaks
 
-    completions: SimpleQueue[object] = SimpleQueue()
+    completions: Queue[object] = Queue()
     workers = ThreadWorkers(3, handler, run_batch, RetryPolicy(0), completions)
     try:
         for offset in range(3):
