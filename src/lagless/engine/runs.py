@@ -7,10 +7,10 @@ without copying them, the last one sliced) as a :class:`MessageBatch`.
 
 The ordering modes' promise for batches:
 
-- ``partition``: a batch holds consecutive records of one partition; one batch in flight
+- ``partition``: a batch holds consecutive records of one partition; one batch running
   per partition.
-- ``key``: the same rule — one batch in flight per partition, consecutive records. A batch
-  then never shares a key with another batch in flight (a key's records are in one
+- ``key``: the same rule — one batch running per partition, consecutive records. A batch
+  then never runs beside another batch holding one of its keys (a key's records are in one
   partition) and holds a key's records in offset order. It costs no work per record (no key
   is read), which is what lets a fast batch handler keep up with the poll loop; parallelism
   comes from partitions, as with ``partition``.
@@ -20,8 +20,9 @@ With workers that run a partition's batches one after another on their own
 (:attr:`lagless.engine.workers.ThreadWorkers.chains`), ``partition`` and ``key`` *chain*
 (:meth:`RunDispatcher.chain`): while a batch of a partition runs, its next batch is handed
 out as soon as the partition holds a full one, to start on that worker the moment the running
-one ends. Still one batch of a partition runs at a time, in offset order; the poll loop no
-longer waits for a completion before it can hand out the next batch.
+one ends (at most two in flight: one running, one behind it). Still one batch of a partition
+runs at a time, in offset order; the poll loop no longer waits for a completion before it can
+hand out the next batch.
 
 Partitions take turns (round-robin), a linger keeps a partition holding fewer than ``size``
 records until its oldest waited ``linger_s``, and a batch still running when its partition is
