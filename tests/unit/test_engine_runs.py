@@ -89,3 +89,57 @@ def test_a_lingering_partition_waits_to_fill_its_batch() -> None:
     d.push_run(A, run(A, 5), 10.03)
     assert d.next_task(5, now=10.04) is None
     assert offsets(d.next_task(5, now=10.09)) == [5]
+
+
+def test_chained_a_full_next_batch_goes_while_one_runs_never_two_behind() -> None:
+    for ordering in (Ordering.PARTITION, Ordering.KEY):
+        d = RunDispatcher(ordering)
+        d.chain(2)
+        d.open(A)
+        d.push_run(A, run(A, 0, 1, 2), 0.0)
+        first = d.next_task(2)
+        assert first is not None and offsets(first) == [0, 1]
+        assert d.next_task(2) is None, "one record held: no full batch to chain"
+        assert (d.held, d.ready) == (1, 0)
+        d.push_run(A, run(A, 3, 4, 5), 0.0)
+        assert d.ready == 4, "a full batch behind the running one: ready"
+        assert offsets(d.next_task(2)) == [2, 3], "chained behind the first"
+        assert d.next_task(2) is None, f"{ordering}: never a third batch of A in flight"
+        assert (d.held, d.ready) == (2, 0)
+        d.release(first)
+        assert d.ready == 2, "one runs, a full batch held: it may be chained"
+        assert offsets(d.next_task(2)) == [4, 5]
+
+
+def test_chained_a_partial_batch_waits_for_the_running_one() -> None:
+    d = RunDispatcher(Ordering.KEY)
+    d.chain(3)
+    d.open(A)
+    d.push_run(A, run(A, 0, 1, 2, 3), 0.0)
+    first = d.next_task(3)
+    assert first is not None
+    assert d.next_task(3) is None and d.ready == 0
+    d.release(first)
+    assert d.ready == 1
+    assert offsets(d.next_task(3)) == [3], "nothing runs: the rest goes as it is"
+
+
+def test_chaining_changes_nothing_unordered() -> None:
+    d = RunDispatcher(Ordering.UNORDERED)
+    d.chain(2)
+    assert d.chain_size == 0
+    d.open(A)
+    d.push_run(A, run(A, 0, 1, 2), 0.0)
+    assert offsets(d.next_task(2)) == [0, 1]
+    assert offsets(d.next_task(2)) == [2]
+
+
+def test_chained_closing_counts_a_full_held_batch_as_ready() -> None:
+    d = RunDispatcher(Ordering.PARTITION)
+    d.chain(2)
+    d.open(A)
+    d.push_run(A, run(A, 0, 1, 2, 3), 0.0)
+    assert d.next_task(2) is not None
+    assert d.ready == 2
+    assert d.close(A) == 2
+    assert (d.held, d.ready) == (0, 0)

@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from queue import Queue
 from typing import Any
 
@@ -114,6 +114,7 @@ class AsyncWorkers:
     records."""
 
     task_s = ASYNC_TASK_S
+    chains = False
 
     def __init__(
         self, handler: Any, batch: bool, policy: RetryPolicy, completions: Queue[object]
@@ -134,7 +135,8 @@ class AsyncWorkers:
         asyncio.set_event_loop(self._loop)
         self._loop.run_forever()
 
-    def submit(self, records: Sequence[Record], epoch: int) -> None:
+    def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
+        assert lane is None, "the event loop runs no lanes"
         self._incoming.append((records, epoch))
         if not self._wake_pending.is_set():
             self._wake_pending.set()

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from queue import Empty
 
 import numpy as np
+from numpy.typing import NDArray
 
 from lagless.engine.config import OnFailure
 from lagless.engine.core import EngineCore
@@ -22,7 +23,6 @@ from lagless.engine.record import Record
 from lagless.engine.retry import Outcome, TaskResult
 from lagless.engine.workers import Completion
 from lagless.errors import LaglessError, RecordError
-from lagless.observe.metrics import observe_many
 
 log = logging.getLogger(__name__)
 
@@ -77,19 +77,25 @@ class Completing(EngineCore):
             return
         if state is None or result is None:
             return  # not ours any more: re-run by the next owner
-        self._results(state, records, done.epoch, result)
+        self._results(state, records, done.epoch, result, done.stamps)
 
     def _results(
-        self, state: PartitionState, records: Sequence[Record], epoch: int, result: TaskResult
+        self,
+        state: PartitionState,
+        records: Sequence[Record],
+        epoch: int,
+        result: TaskResult,
+        stamps: NDArray[np.int64] | None = None,
     ) -> None:
-        """A task's records finished: the successful ones are done, the failed go their way."""
+        """A task's records finished: the successful ones are done, the failed go their way.
+        ``stamps``: the records' timestamps, if a worker read them."""
         if result.seconds:
-            observe_many(state.metrics.processing, result.seconds)
+            self._publish.processing(state.metrics.processing, result.seconds)
             if self.config.batch_size is None:
                 self._pace(result.seconds)
         failed = result.failed
         if not failed:
-            self._finish(state, records, result.finished_at, OK)
+            self._finish(state, records, result.finished_at, OK, stamps)
             return
         self._finish(
             state,
@@ -147,20 +153,23 @@ class Completing(EngineCore):
         self._finish(state, [letter.record], letter.outcome.finished_at, DLQ)
 
     def _finish(
-        self, state: PartitionState, records: Sequence[Record], finished_at: float, kind: str
+        self,
+        state: PartitionState,
+        records: Sequence[Record],
+        finished_at: float,
+        kind: str,
+        stamps: NDArray[np.int64] | None = None,
     ) -> None:
-        """``records`` (of ``state``'s partition) finished at ``finished_at`` (wall clock)."""
+        """``records`` (of ``state``'s partition) finished at ``finished_at`` (wall clock);
+        ``stamps``: their timestamps, if read already."""
         if not records:
             return
         state.tracker.complete_records(records)
-        self._count(state, kind, len(records))
+        self._count(state, kind, len(records), metric=False)
         if self._ledger is not None:
             for record in records:
                 self._ledger.write(record, kind, finished_at)
-        stamps = stamps_ms(records)
-        if stamps.min() < 0:  # records without a timestamp have no latency
-            stamps = stamps[stamps >= 0]
-        if len(stamps):
-            ms = finished_at * 1000.0 - stamps
-            self._latency.add_many(ms)
-            observe_many(state.metrics.e2e, np.maximum(ms, 0.0) / 1000.0)
+        if stamps is None:
+            stamps = stamps_ms(records)
+        metrics = state.metrics
+        self._publish.finished(metrics.finished[kind], metrics.e2e, stamps, finished_at)

@@ -26,6 +26,7 @@ from lagless.engine.inbox import new_inbox
 from lagless.engine.ledger import Ledger
 from lagless.engine.ordering import Dispatcher
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionKey, PartitionState
+from lagless.engine.publish import Publisher
 from lagless.engine.runs import RunDispatcher
 from lagless.engine.summary import LatencyLog, Progress, Timing
 from lagless.engine.workers import Workers
@@ -78,6 +79,7 @@ class EngineCore:
         self._states: dict[PartitionKey, PartitionState] = {}
         self._paused: set[PartitionKey] = set()
         self._latency = LatencyLog()
+        self._publish = Publisher(self._latency)  # finished records' metrics, in bulk
         self._epoch = 0
         self._in_flight = 0  # records dispatched, not finished
         self._tasks = 0  # tasks dispatched, not finished (handler calls running or queued)
@@ -104,16 +106,22 @@ class EngineCore:
         self._commit_failures_logged: set[str] = set()  # kinds logged since the last rebalance
         self._consumer: Consumer | None = None
         self._workers: Workers | None = None
+        self._chained = False  # a partition's batches in lanes of the workers (see poller)
         self._dlq: DeadLetterQueue | None = None
 
     @property
     def processed(self) -> int:
         return sum(self._counts.values())
 
-    def _count(self, state: PartitionState, kind: str, records: int = 1) -> None:
+    def _count(
+        self, state: PartitionState, kind: str, records: int = 1, *, metric: bool = True
+    ) -> None:
+        """``records`` of ``state``'s partition finished as ``kind``; ``metric=False``: their
+        counter is published with their latencies (see :mod:`lagless.engine.publish`)."""
         self._counts[kind] += records
         state.finished += records
-        state.metrics.finished[kind].inc(records)
+        if metric:
+            state.metrics.finished[kind].inc(records)
         self._policy.finished(records)
         self._timing.last_finished = time.monotonic()
 

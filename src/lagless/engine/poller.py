@@ -35,10 +35,11 @@ from lagless.engine.messages import partition_of
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
 from lagless.engine.rebalance import Rebalancing
 from lagless.engine.retry import RetryPolicy
+from lagless.engine.runs import RunDispatcher
 from lagless.engine.summary import RunSummary, Timing
 from lagless.engine.topics import check_topics_exist
 from lagless.engine.watch import Watching
-from lagless.engine.workers import make_workers
+from lagless.engine.workers import Workers, make_workers
 from lagless.kafka.clients import make_consumer
 
 __all__ = ["Engine", "ProgressFn"]
@@ -76,6 +77,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
             RetryPolicy(config.retries, config.retry_backoff_s, config.retry_backoff_max_s),
             self._completions,
         )
+        self._chained = self._chain_batches(self._workers)
         try:
             if config.dlq_topic is not None:
                 self._dlq = DeadLetterQueue(self._conf, config.dlq_topic, self._completions)
@@ -178,8 +180,18 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
             return 1
         return max(1, min(MAX_TASK, int(self._workers.task_s / max(pace, 1e-7))))
 
+    def _chain_batches(self, workers: Workers) -> bool:
+        """Whether a partition's next batch is handed out behind the running one (see
+        :mod:`lagless.engine.runs`): batches in ``partition``/``key`` order, on threads."""
+        dispatcher, size = self._dispatcher, self.config.batch_size
+        if not isinstance(dispatcher, RunDispatcher) or size is None or not workers.chains:
+            return False
+        dispatcher.chain(size)
+        return dispatcher.exclusive
+
     def _dispatch(self) -> None:
-        """Start tasks while fewer than max_in_flight run."""
+        """Start tasks while fewer than max_in_flight run (chained: each in its partition's
+        lane, see :meth:`_chain_batches`)."""
         assert self._workers is not None
         limit = self.config.max_in_flight
         if self._tasks >= limit or self._stopping or self._failure is not None:
@@ -192,6 +204,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
             left = count - self.processed - pending_letters - self._in_flight
         now = time.monotonic()
         submit, next_task, states = self._workers.submit, self._dispatcher.next_task, self._states
+        chained = self._chained
         while self._tasks < limit:
             if left is not None:
                 if left <= 0:
@@ -200,13 +213,14 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
             records = next_task(size, now)
             if records is None:
                 break
-            state = states[partition_of(records)]
+            key = partition_of(records)
+            state = states[key]
             state.in_flight += len(records)
             self._in_flight += len(records)
             self._tasks += 1
             if left is not None:
                 left -= len(records)
-            submit(records, state.epoch)
+            submit(records, state.epoch, key if chained else None)
         self._max_in_flight_seen = max(self._max_in_flight_seen, self._tasks)
 
     # -- flow control ---------------------------------------------------------------------
@@ -314,6 +328,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
                 log.warning("%d dead letters undelivered at close", left)
         if self._ledger is not None:
             self._ledger.flush()
+        self._publish.flush()
         if self._consumer is not None:
             self._close_consumer(self._consumer)
         self.metrics.in_flight.set(0)
@@ -340,6 +355,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
         """What the run did so far (the value :meth:`run` returns; after a failure too)."""
         for state in self._states.values():
             self._tally(state)
+        self._publish.flush()
         processed = self.processed
         return RunSummary(
             processed=processed,

@@ -7,14 +7,22 @@ without copying them, the last one sliced) as a :class:`MessageBatch`.
 
 The ordering modes' promise for batches:
 
-- ``partition``: a batch holds consecutive records of one partition; one batch in flight
+- ``partition``: a batch holds consecutive records of one partition; one batch running
   per partition.
-- ``key``: the same rule — one batch in flight per partition, consecutive records. A batch
-  then never shares a key with another batch in flight (a key's records are in one
+- ``key``: the same rule — one batch running per partition, consecutive records. A batch
+  then never runs beside another batch holding one of its keys (a key's records are in one
   partition) and holds a key's records in offset order. It costs no work per record (no key
   is read), which is what lets a fast batch handler keep up with the poll loop; parallelism
   comes from partitions, as with ``partition``.
 - ``unordered``: any number of batches of a partition in flight.
+
+With workers that run a partition's batches one after another on their own
+(:attr:`lagless.engine.workers.ThreadWorkers.chains`), ``partition`` and ``key`` *chain*
+(:meth:`RunDispatcher.chain`): while a batch of a partition runs, its next batch is handed
+out as soon as the partition holds a full one, to start on that worker the moment the running
+one ends (at most two in flight: one running, one behind it). Still one batch of a partition
+runs at a time, in offset order; the poll loop no longer waits for a completion before it can
+hand out the next batch.
 
 Partitions take turns (round-robin), a linger keeps a partition holding fewer than ``size``
 records until its oldest waited ``linger_s``, and a batch still running when its partition is
@@ -75,9 +83,16 @@ class RunDispatcher(Turns):
 
     def __init__(self, ordering: Ordering, linger_s: float = 0.0) -> None:
         super().__init__(ordering, linger_s)
-        self.exclusive = ordering is not Ordering.UNORDERED  # one batch in flight a partition
+        self.exclusive = ordering is not Ordering.UNORDERED  # one batch running a partition
+        self.chain_size = 0  # chained (see chain): a full batch waits behind a running one
         self._queues: dict[PartitionKey, RunQueue] = {}
         self._orphans: dict[PartitionKey, int] = {}  # batches running from a closed queue
+
+    def chain(self, size: int) -> None:
+        """Hand out a busy partition's next batch once it holds ``size`` records (a full
+        batch): the workers start it when the running one ends. ``partition`` and ``key``."""
+        if self.exclusive:
+            self.chain_size = size
 
     def open(self, tp: PartitionKey) -> None:
         if tp not in self._queues:
@@ -92,10 +107,18 @@ class RunDispatcher(Turns):
             return 0
         if queue.busy:
             self._orphans[tp] = queue.busy
-        return self._dropped(queue.held, 0 if self._blocked(queue) else queue.held)
+        return self._dropped(queue.held, self._startable(queue))
 
-    def _blocked(self, queue: RunQueue) -> bool:
-        return self.exclusive and queue.busy > 0
+    def _startable(self, queue: RunQueue) -> int:
+        """How many of ``queue``'s records may start now (its share of ``ready``): all
+        of them, unless a batch of the partition is in flight (``partition``, ``key``): then
+        none, or with chaining all once they fill a batch behind the one running."""
+        busy = queue.busy
+        if not busy or not self.exclusive:
+            return queue.held
+        if busy == 1 and self.chain_size and queue.held >= self.chain_size:
+            return queue.held
+        return 0
 
     def push_run(self, tp: PartitionKey, messages: list[Message], now: float) -> None:
         """Hold a run of messages of ``tp`` (ascending offsets, after those held)."""
@@ -105,11 +128,13 @@ class RunDispatcher(Turns):
         if not queue.held:
             self.starving -= 1
             queue.since = now
+        before = self._startable(queue)
         queue.runs.append(messages)
         queue.held += len(messages)
         self.held += len(messages)
-        if not self._blocked(queue):
-            self.ready += len(messages)
+        startable = self._startable(queue)
+        if startable:
+            self.ready += startable - before
             self._schedule(tp)
 
     def release(self, task: Sequence[Record]) -> None:
@@ -138,9 +163,11 @@ class RunDispatcher(Turns):
             self._ended(tp, queue)
 
     def _ended(self, tp: PartitionKey, queue: RunQueue) -> None:
+        before = self._startable(queue)
         queue.busy -= 1
-        if self.exclusive and not queue.busy and queue.held:
-            self.ready += queue.held
+        startable = self._startable(queue)
+        if startable:
+            self.ready += startable - before
             self._schedule(tp)
 
     def next_task(self, size: int, now: float = 0.0) -> MessageBatch | None:
@@ -151,18 +178,19 @@ class RunDispatcher(Turns):
         for _ in range(len(turn)):
             tp = turn.popleft()
             queue = self._queues.get(tp)
-            if queue is None or not queue.held or self._blocked(queue):
+            before = 0 if queue is None else self._startable(queue)
+            if not before:
                 self._scheduled.discard(tp)
                 continue
+            assert queue is not None
             if self._lingers(tp, queue.held, queue.since, size, now):
                 continue
             messages = queue.take(size)
             self.held -= len(messages)
-            self.ready -= len(messages)
             queue.busy += 1
-            if self.exclusive:
-                self.ready -= queue.held  # the rest waits for this batch
-            if queue.held and not self.exclusive:
+            startable = self._startable(queue)
+            self.ready += startable - before
+            if startable:
                 turn.append(tp)
             else:
                 self._scheduled.discard(tp)

@@ -50,6 +50,7 @@ class Watching(EngineCore):
         if now < self._next_watch:
             return
         self._next_watch = now + WATCH_EVERY_S
+        self._publish.flush()
         self._warn_if_never_assigned(now)
         self.metrics.in_flight.set(self._in_flight)
         lag = self._update_lag()

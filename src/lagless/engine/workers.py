@@ -2,7 +2,10 @@
 an event loop for ``async def`` handlers (:mod:`lagless.engine.aio`).
 
 The poll loop calls :meth:`Workers.submit` only for tasks it has decided to start (at most
-``max_in_flight`` at once), so every submitted task starts as soon as a worker is free. A
+``max_in_flight`` at once), so every submitted task starts as soon as a worker is free, but
+a task of a *lane* (threads only, see :attr:`ThreadWorkers.chains`): the tasks of one lane run
+one after another, in the order submitted, the next on the thread that ran the one before,
+without a turn of the poll loop in between. A
 task is a list of records of one partition run one after another (:func:`run_each`) or as
 one batch (:func:`run_batch`); it crosses to a process as one pickle. Each finished task comes
 back as one :class:`Completion` on the thread-safe ``completions`` queue, which the poll loop
@@ -17,13 +20,18 @@ import pickle
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from queue import Queue, SimpleQueue
 from typing import Any, NamedTuple, Protocol
 
+import numpy as np
+from numpy.typing import NDArray
+
 from lagless.engine.batch import run_batch
+from lagless.engine.messages import stamps_ms
 from lagless.engine.record import Record
 from lagless.engine.retry import Outcome, RetryPolicy, TaskResult, Wait, failure, run_each
 from lagless.errors import ConfigError
@@ -47,12 +55,18 @@ class Completion(NamedTuple):
     result: TaskResult | None
     fatal: str | None = None
     fatal_at: int = 0  # with ``fatal``: the position in the task of the record it ran
+    # the records' timestamps (see messages.stamps_ms), read by a worker thread after the
+    # handler so the poll loop need not; None: the poll loop reads them
+    stamps: NDArray[np.int64] | None = None
 
 
 class Workers(Protocol):
     task_s: float  # how long one task of a per-record handler should take
+    chains: bool  # whether submit takes a lane
 
-    def submit(self, records: Sequence[Record], epoch: int) -> None: ...
+    def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
+        """Start a task; with a ``lane`` (only if ``chains``), after the tasks of the lane
+        submitted before it ended."""
 
     def abort(self) -> None:
         """Stop retry backoffs early (the engine is stopping)."""
@@ -61,9 +75,11 @@ class Workers(Protocol):
 
 
 class ThreadWorkers:
-    """``size`` threads running the handler."""
+    """``size`` threads running the handler. A task of a lane that is running waits behind
+    it (in ``_lanes``, under ``_lock``) and its thread runs it next."""
 
     task_s = THREAD_TASK_S
+    chains = True
 
     def __init__(
         self,
@@ -77,7 +93,9 @@ class ThreadWorkers:
         self._run = run
         self._policy = policy
         self._completions = completions
-        self._tasks: SimpleQueue[tuple[Sequence[Record], int] | None] = SimpleQueue()
+        self._tasks: SimpleQueue[tuple[Sequence[Record], int, Hashable] | None] = SimpleQueue()
+        self._lanes: dict[Hashable, deque[tuple[Sequence[Record], int]]] = {}  # running ones
+        self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._threads = [
             threading.Thread(target=self._work, name=f"lagless-worker-{i}", daemon=True)
@@ -86,8 +104,15 @@ class ThreadWorkers:
         for thread in self._threads:
             thread.start()
 
-    def submit(self, records: Sequence[Record], epoch: int) -> None:
-        self._tasks.put((records, epoch))
+    def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
+        if lane is not None:
+            with self._lock:
+                behind = self._lanes.get(lane)
+                if behind is not None:  # the lane runs: its thread runs this task next
+                    behind.append((records, epoch))
+                    return
+                self._lanes[lane] = deque()
+        self._tasks.put((records, epoch, lane))
 
     def abort(self) -> None:
         self._stopping.set()
@@ -103,10 +128,20 @@ class ThreadWorkers:
 
     def _work(self) -> None:
         handler, run, policy, wait = self._handler, self._run, self._policy, self._stopping.wait
-        put = self._completions.put
+        put, lanes, lock = self._completions.put, self._lanes, self._lock
         while (task := self._tasks.get()) is not None:
-            records, epoch = task
-            put(Completion(records, epoch, run(handler, records, policy, wait)))
+            records, epoch, lane = task
+            while True:
+                result = run(handler, records, policy, wait)
+                put(Completion(records, epoch, result, stamps=stamps_ms(records)))
+                if lane is None:
+                    break
+                with lock:
+                    behind = lanes[lane]
+                    if not behind:
+                        del lanes[lane]
+                        break
+                    records, epoch = behind.popleft()
 
 
 # in a pool process: the engine's "stopping" event and the tasks' progress (see _init_process)
@@ -155,6 +190,7 @@ class ProcessWorkers:
     """
 
     task_s = PROCESS_TASK_S
+    chains = False
 
     def __init__(
         self,
@@ -188,7 +224,8 @@ class ProcessWorkers:
             initargs=(self._stop, self._progress),
         )
 
-    def submit(self, records: Sequence[Record], epoch: int) -> None:
+    def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
+        assert lane is None, "processes run no lanes"
         slot = self._free.pop() if self._free else -1
         if slot >= 0:
             self._progress[2 * slot] = self._progress[2 * slot + 1] = 0
