@@ -23,8 +23,12 @@ import os
 import tempfile
 import warnings
 import zipfile
-from importlib._bootstrap_external import _code_to_hash_pyc  # type: ignore[attr-defined]
 from pathlib import Path
+
+try:  # CPython's own helper for hash-based pycs (private: present in 3.7-3.13)
+    from importlib._bootstrap_external import _code_to_hash_pyc  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - another interpreter: Spark compiles as before
+    _code_to_hash_pyc = None
 
 
 def pyspark_zip() -> Path | None:
@@ -70,6 +74,9 @@ def add_bytecode(archive: Path) -> int:
 
 
 def main() -> None:
+    if _code_to_hash_pyc is None:
+        print("this Python cannot write hash-based bytecode: pyspark.zip left as it is")
+        return
     archive = pyspark_zip()
     if archive is None:
         print("pyspark.zip not found: nothing to do")
