@@ -178,6 +178,8 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         out = naive(conf, topic, records, handler_of(kind, batch=False))
     else:
         options: dict[str, Any] = {"max_in_flight": spec["max_in_flight"]}
+        if not spec.get("inline", True):
+            options["inline"] = False
         if variant.startswith("batch_"):
             options["batch_size"] = spec["batch_size"]
         if variant == "processes":

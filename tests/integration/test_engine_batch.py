@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lagless.engine import Ordering, Record, run_engine
+from lagless.engine import Ordering, Record, inline, run_engine
 from lagless.engine.dlq import H_ATTEMPTS, H_ERROR
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.reader import read_all
@@ -25,6 +25,7 @@ from lagless.produce.workloads import ID_HEADER
 from tests.conftest import Cluster
 from tests.integration.engine_helpers import (
     LEDGER_BATCH_HANDLER,
+    LEDGER_FAST_BATCH_HANDLER,
     assert_exactly_once,
     consume_cmd,
     engine_config,
@@ -46,16 +47,22 @@ class Call:
     records: tuple[Record, ...]
     started: float
     ended: float
+    on_poll_thread: bool  # the engine's own thread: the test's (see lagless.engine.inline)
 
 
 class Calls:
     def __init__(self) -> None:
         self.calls: list[Call] = []
         self._lock = threading.Lock()
+        self._poll_thread = threading.current_thread()
 
     def add(self, records: Sequence[Record], started: float) -> None:
+        here = threading.current_thread() is self._poll_thread
         with self._lock:
-            self.calls.append(Call(tuple(records), started, time.monotonic()))
+            self.calls.append(Call(tuple(records), started, time.monotonic(), here))
+
+    def on_poll_thread(self) -> int:
+        return sum(c.on_poll_thread for c in self.calls)
 
     def ids(self) -> list[str]:
         return [record_id(r) for c in self.calls for r in c.records]
@@ -81,9 +88,26 @@ def assert_one_at_a_time(calls: list[Call], what: str) -> None:
         assert after.started >= before.ended, f"{what}: two batches in flight at once"
 
 
-@pytest.mark.parametrize("ordering", list(Ordering))
+def every_measured_call_fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the machine's load, a handler counts as fast once measured (the threshold
+    itself is unit-tested): the inline path is then certain to run."""
+    monkeypatch.setattr(inline, "INLINE_CALL_S", 10.0)
+    monkeypatch.setattr(inline, "BUSY_SHARE", 0.0)
+
+
+# how the handler runs: "waits" (sleeps 2 ms: worker threads), "fast" (on the poll thread
+# once measured), "fast-threads" (fast, inline=False: always on worker threads)
+PACES = [(o, "waits") for o in Ordering] + [(o, "fast") for o in Ordering]
+
+
+@pytest.mark.parametrize(("ordering", "pace"), [*PACES, (Ordering.KEY, "fast-threads")])
 def test_batches_process_every_record_once_and_keep_each_mode_order(
-    cluster: Cluster, make_topic: Callable[..., str], group: str, ordering: Ordering
+    cluster: Cluster,
+    make_topic: Callable[..., str],
+    group: str,
+    ordering: Ordering,
+    pace: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     topic = make_topic(partitions=3)
     ids = produce_jobs(cluster.conf, topic, 300, sleep_ms=(0, 1), keys=6)
@@ -91,17 +115,26 @@ def test_batches_process_every_record_once_and_keep_each_mode_order(
 
     def handle(records: Sequence[Record]) -> None:
         started = time.monotonic()
-        time.sleep(0.002)
+        if pace == "waits":
+            time.sleep(0.002)
         calls.add(records, started)
 
+    if pace != "waits":
+        every_measured_call_fast(monkeypatch)
     config = engine_config(
-        topic, group, ordering=ordering, batch_size=20, batch_linger_ms=20, max_in_flight=8
-    )
+        topic, group, ordering=ordering, batch_size=20, batch_linger_ms=20, max_in_flight=8,
+        inline=pace != "fast-threads",
+    )  # fmt: skip
     metrics = Metrics()
     summary = run_engine(cluster.conf, config, handle, metrics)
 
     assert_exactly_once(Counter(calls.ids()), ids)
     assert summary.processed == summary.ok == 300
+    assert summary.inline_batches == calls.on_poll_thread(), "each counted batch ran there"
+    if pace == "fast":
+        assert summary.inline_batches > 0, "a fast handler runs on the poll thread"
+    else:
+        assert summary.inline_batches == 0, "a waiting handler or inline=False: threads only"
     registry = metrics.registry
     assert registry.get_sample_value("lagless_e2e_latency_seconds_count", {"topic": topic}) == 300
     assert registry.get_sample_value("lagless_processing_seconds_count", {"topic": topic}) == len(
@@ -136,20 +169,30 @@ def test_batches_process_every_record_once_and_keep_each_mode_order(
             assert_one_at_a_time(held, f"partition {p}")
 
 
-@pytest.mark.parametrize("runs_on", ["threads", "async"])
+@pytest.mark.parametrize("runs_on", ["threads", "poll-thread", "async"])
 @pytest.mark.parametrize("how", ["raises", "names"])
 def test_a_failing_record_in_a_batch_goes_to_the_dlq_alone_and_the_rest_is_committed(
-    cluster: Cluster, make_topic: Callable[..., str], group: str, how: str, runs_on: str
+    cluster: Cluster,
+    make_topic: Callable[..., str],
+    group: str,
+    how: str,
+    runs_on: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """``poll-thread``: the poison's batch makes its first call on the poll thread (see
+    lagless.engine.inline), its retries and split go on on a worker thread."""
     topic = make_topic(partitions=1)
     dlq = make_topic(partitions=1)
     ids = produce_jobs(cluster.conf, topic, 60, sleep_ms=(0, 1))
-    poison = ids[17]
+    poison = ids[47]  # past the first batches, which run on threads before a pace is known
     calls = Calls()
+    poison_calls: list[bool] = []  # per call holding the poison: on the poll thread?
 
     def handle(records: Sequence[Record]) -> dict[Record, Exception] | None:
         started = time.monotonic()
         bad = [r for r in records if record_id(r) == poison]
+        if bad:
+            poison_calls.append(threading.current_thread() is calls._poll_thread)
         if bad and how == "raises":
             raise RuntimeError("a record of this batch is poison")
         calls.add([r for r in records if r not in bad], started)
@@ -159,11 +202,19 @@ def test_a_failing_record_in_a_batch_goes_to_the_dlq_alone_and_the_rest_is_commi
         await asyncio.sleep(0.001)
         return handle(records)
 
+    if runs_on == "poll-thread":
+        every_measured_call_fast(monkeypatch)
     config = engine_config(
         topic, group, dlq_topic=dlq, batch_size=10, batch_linger_ms=50,
-        retries=1, retry_backoff_s=0.01,
+        retries=1, retry_backoff_s=0.01, inline=runs_on == "poll-thread",
     )  # fmt: skip
     summary = run_engine(cluster.conf, config, handle_async if runs_on == "async" else handle)
+
+    if runs_on == "poll-thread":
+        assert poison_calls[0], "the poison's batch first ran on the poll thread"
+        assert not any(poison_calls[1:]), "its retries and split on worker threads"
+    else:
+        assert not any(poison_calls)
 
     good = [i for i in ids if i != poison]
     assert_exactly_once(Counter(calls.ids()), good)
@@ -185,22 +236,34 @@ MAX_PENDING = 10
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ordering", ["partition", "unordered"])
+@pytest.mark.parametrize(("ordering", "pace"), [("partition", "waits"), ("unordered", "waits"),
+                                                 ("key", "fast")])  # fmt: skip
 def test_sigkill_mid_batch_then_restart_loses_nothing(
-    cluster: Cluster, make_topic: Callable[..., str], group: str, tmp_path: Path, ordering: str
+    cluster: Cluster,
+    make_topic: Callable[..., str],
+    group: str,
+    tmp_path: Path,
+    ordering: str,
+    pace: str,
 ) -> None:
+    """``fast``: jobs of 0 ms, so batches make their first call on the poll thread."""
     topic = make_topic(partitions=PARTITIONS)
-    ids = produce_jobs(cluster.conf, topic, 600, sleep_ms=(5, 15))
+    fast = pace == "fast"
+    ids = produce_jobs(
+        cluster.conf, topic, 20_000 if fast else 600, sleep_ms=(0, 0) if fast else (5, 15)
+    )
+    handler = LEDGER_FAST_BATCH_HANDLER if fast else LEDGER_BATCH_HANDLER
     cmd = consume_cmd(
         cluster.bootstrap, topic, group,
-        "--handler", LEDGER_BATCH_HANDLER, "--batch-size", "5", "--batch-linger-ms", "20",
+        "--handler", handler, "--batch-size", "5", "--batch-linger-ms", "20",
         "--ordering", ordering, "--max-pending", str(MAX_PENDING), "--commit-every", "1",
         "--on-failure", "stop", "--until-idle", "3", "--json",
     )  # fmt: skip
-    kill_and_restart(
+    summary = kill_and_restart(
         cluster.conf, cmd, ids, tmp_path, topic=topic, group=group, kill_after=100,
         duplicates_bound=PARTITIONS * MAX_PENDING,
     )  # fmt: skip
+    assert (summary["inline_batches"] > 0) is fast, summary
 
 
 def test_async_batches_process_every_record_once_and_keep_key_order(

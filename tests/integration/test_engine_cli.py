@@ -30,7 +30,7 @@ pytestmark = pytest.mark.integration
 
 SUMMARY_KEYS = {
     "processed", "dlq", "seconds", "records_per_s", "join_s", "wall_s", "commits",
-    "rebalances", "pauses", "max_in_flight_seen", "e2e_ms",
+    "rebalances", "pauses", "max_in_flight_seen", "inline_batches", "e2e_ms",
 }  # fmt: skip
 
 

@@ -87,6 +87,13 @@ def consume(
     batch_linger_ms: Annotated[
         float | None, typer.Option(help="with --batch-size: wait up to MS to fill a batch")
     ] = None,
+    inline: Annotated[
+        bool,
+        typer.Option(
+            help="with --batch-size: a handler measured fast runs its batches' first call on "
+            "the poll thread; --no-inline: always on the worker threads"
+        ),
+    ] = True,
     retries: Annotated[int, typer.Option(help="retries after a failed attempt")] = 3,
     retry_backoff: Annotated[float, typer.Option(help="first retry delay, seconds")] = 0.1,
     dlq_topic: Annotated[
@@ -215,6 +222,7 @@ def consume(
         processes=processes,
         batch_size=batch_size,
         batch_linger_ms=batch_linger_ms,
+        inline=inline,
         retries=retries,
         retry_backoff_s=retry_backoff,
         retry_backoff_max_s=max(5.0, retry_backoff),

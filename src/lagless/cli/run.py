@@ -84,6 +84,9 @@ def run(
     batch_linger_ms: Annotated[
         float | None, typer.Option(help="batch handlers: wait up to MS to fill a batch")
     ] = None,
+    no_inline: Annotated[
+        bool, typer.Option("--no-inline", help="batch handlers: every call on worker threads")
+    ] = False,
     retries: Annotated[int | None, typer.Option(help="retries after a failed attempt")] = None,
     retry_backoff: Annotated[float | None, typer.Option(help="first retry delay, s")] = None,
     dlq_topic: Annotated[str | None, typer.Option(help="dead-letter topic")] = None,
@@ -140,6 +143,7 @@ def run(
         "processes": processes,
         "batch_size": batch_size,
         "batch_linger_ms": batch_linger_ms,
+        "inline": False if no_inline else None,
         "retries": retries,
         "retry_backoff_s": retry_backoff,
         "retry_backoff_max_s": None if retry_backoff is None else max(5.0, retry_backoff),

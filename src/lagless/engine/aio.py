@@ -115,6 +115,7 @@ class AsyncWorkers:
 
     task_s = ASYNC_TASK_S
     chains = False
+    inlined = 0
 
     def __init__(
         self, handler: Any, batch: bool, policy: RetryPolicy, completions: Queue[object]

@@ -197,20 +197,59 @@ class _Run:
                     self.fail(half[pos], exc)
 
 
+class BatchRun:
+    """The rule above on one task, driven on a thread. :meth:`advance` runs its steps; with
+    ``first_only`` it stops before anything beyond the first call (a retry's backoff, another
+    call), so the first call can run on one thread (the poll loop's: see
+    :class:`lagless.engine.workers.ThreadWorkers`) and the rest of the rule on another."""
+
+    __slots__ = ("_answer", "_handler", "_next", "_run", "_steps")
+
+    def __init__(
+        self, handler: BatchHandler, records: Sequence[Record], policy: RetryPolicy
+    ) -> None:
+        self._handler = handler
+        self._run = _Run(records, policy)
+        self._steps = self._run.steps()
+        self._next: _Step | None = None  # a step taken from the rule, not yet carried out
+        self._answer: Any = None
+
+    def advance(self, wait: Wait, *, first_only: bool = False) -> TaskResult | None:
+        """Carry out the rule's steps to its end: the task's result. ``first_only``: None as
+        soon as a step beyond the first call comes (call :meth:`advance` again to go on)."""
+        run = self._run
+        while True:
+            step = self._next
+            if step is None:
+                try:
+                    step = self._steps.send(self._answer)
+                except StopIteration:
+                    return TaskResult(time.time(), run.seconds, run.failed)
+            if first_only and run.seconds:
+                self._next = step
+                return None
+            self._next = None
+            kind, arg = step
+            if kind == "call":
+                self._answer = _call(self._handler, run.batch(arg), run.seconds)
+            else:
+                self._answer = bool(wait(arg))
+
+    @property
+    def interrupted(self) -> bool:
+        """The first call was interrupted by Ctrl-C (a KeyboardInterrupt on the main thread):
+        not the handler's failure, the caller's to raise."""
+        answer = self._answer
+        return isinstance(answer, _Call) and isinstance(answer.raised, KeyboardInterrupt)
+
+
 def run_batch(
     handler: BatchHandler, records: Sequence[Record], policy: RetryPolicy, wait: Wait = plain_wait
 ) -> TaskResult:
     """Run a batch handler on ``records`` under the rule above; never raises."""
-    run = _Run(records, policy)
-    steps = run.steps()
-    answer: Any = None
-    while True:
-        try:
-            kind, arg = steps.send(answer)
-        except StopIteration:
-            break
-        answer = _call(handler, run.batch(arg), run.seconds) if kind == "call" else bool(wait(arg))
-    return TaskResult(time.time(), run.seconds, run.failed)
+    result = BatchRun(handler, records, policy).advance(wait)
+    assert result is not None
+    return result
 
 
 async def run_batch_async(

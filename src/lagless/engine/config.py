@@ -81,6 +81,11 @@ class EngineConfig(BaseModel):
     batch_linger_ms: float = Field(
         0.0, ge=0, le=60_000, description="wait up to this long to fill a batch"
     )
+    inline: bool = Field(
+        True,
+        description="a batch handler measured fast and busy runs its batches' first call on "
+        "the poll thread (see lagless.engine.inline); False: always on the worker threads",
+    )
     retries: int = Field(3, ge=0, le=100)
     retry_backoff_s: float = Field(0.1, gt=0)
     retry_backoff_max_s: float = Field(5.0, gt=0)

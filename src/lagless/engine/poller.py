@@ -76,6 +76,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
             config.batch_size is not None,
             RetryPolicy(config.retries, config.retry_backoff_s, config.retry_backoff_max_s),
             self._completions,
+            inline=config.inline,
         )
         self._chained = self._chain_batches(self._workers)
         try:
@@ -158,13 +159,15 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
         return since >= POLL_EVERY_S
 
     def _poll_timeout(self) -> float:
-        """Do not wait in poll while records run, nor past a lingering batch's deadline."""
+        """Do not wait in poll while records run or wait to start (``consume`` waits for a
+        whole poll batch or the timeout), nor past a lingering batch's deadline."""
         if self._in_flight:
             return 0.0
-        due = self._dispatcher.lingering_until
+        dispatcher = self._dispatcher
+        due = dispatcher.lingering_until
         if due is not None:
             return min(IDLE_POLL_S, max(0.0, due - time.monotonic()))
-        return IDLE_POLL_S
+        return 0.0 if dispatcher.ready else IDLE_POLL_S
 
     # -- dispatch -------------------------------------------------------------------------
 
@@ -203,8 +206,9 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
             pending_letters = sum(s.dead_letters for s in self._states.values())
             left = count - self.processed - pending_letters - self._in_flight
         now = time.monotonic()
-        submit, next_task, states = self._workers.submit, self._dispatcher.next_task, self._states
-        chained = self._chained
+        workers = self._workers
+        submit, next_task, states = workers.submit, self._dispatcher.next_task, self._states
+        chained, inlined = self._chained, workers.inlined
         while self._tasks < limit:
             if left is not None:
                 if left <= 0:
@@ -222,6 +226,8 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
                 left -= len(records)
             submit(records, state.epoch, key if chained else None)
         self._max_in_flight_seen = max(self._max_in_flight_seen, self._tasks)
+        if workers.inlined != inlined:  # batches ran here (engine.inline): done already
+            self._collect(wait=0.0)
 
     # -- flow control ---------------------------------------------------------------------
 
@@ -367,6 +373,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
             rebalances=self._rebalances,
             pauses=self._pauses,
             max_in_flight_seen=self._max_in_flight_seen,
+            inline_batches=0 if self._workers is None else self._workers.inlined,
             e2e_ms=self._latency.summary(),
             partitions_revoked=self._revoked,
             partitions_lost=self._lost,

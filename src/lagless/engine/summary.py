@@ -135,6 +135,7 @@ class RunSummary:
     pauses: int
     max_in_flight_seen: int
     e2e_ms: Latency
+    inline_batches: int = 0  # batches whose first call ran on the poll thread (engine.inline)
     join_s: float | None = None
     wall_s: float = 0.0
     partitions_revoked: int = 0
@@ -167,5 +168,6 @@ class RunSummary:
             "rebalances": self.rebalances,
             "pauses": self.pauses,
             "max_in_flight_seen": self.max_in_flight_seen,
+            "inline_batches": self.inline_batches,
             "e2e_ms": asdict(self.e2e_ms),
         }

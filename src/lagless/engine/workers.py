@@ -30,7 +30,8 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from lagless.engine.batch import run_batch
+from lagless.engine.batch import BatchRun, run_batch
+from lagless.engine.inline import InlinePace
 from lagless.engine.messages import stamps_ms
 from lagless.engine.record import Record
 from lagless.engine.retry import Outcome, RetryPolicy, TaskResult, Wait, failure, run_each
@@ -63,6 +64,7 @@ class Completion(NamedTuple):
 class Workers(Protocol):
     task_s: float  # how long one task of a per-record handler should take
     chains: bool  # whether submit takes a lane
+    inlined: int  # batches whose first call ran on the submitting thread (see engine.inline)
 
     def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
         """Start a task; with a ``lane`` (only if ``chains``), after the tasks of the lane
@@ -74,9 +76,16 @@ class Workers(Protocol):
     def close(self, timeout: float) -> None: ...
 
 
+# a task for a worker thread: its records, epoch, lane, and the rest of a batch whose first
+# call ran on the poll thread (None: the whole task)
+_Task = tuple[Sequence[Record], int, Hashable, Callable[[Wait], TaskResult | None] | None]
+
+
 class ThreadWorkers:
     """``size`` threads running the handler. A task of a lane that is running waits behind
-    it (in ``_lanes``, under ``_lock``) and its thread runs it next."""
+    it (in ``_lanes``, under ``_lock``) and its thread runs it next. With ``inline`` (a batch
+    handler), a fast batch's first call runs in :meth:`submit`, on the poll thread (see
+    :mod:`lagless.engine.inline`)."""
 
     task_s = THREAD_TASK_S
     chains = True
@@ -88,13 +97,17 @@ class ThreadWorkers:
         run: Runner,
         policy: RetryPolicy,
         completions: Queue[object],
+        *,
+        inline: bool = False,
     ) -> None:
         self._handler = handler
         self._run = run
         self._policy = policy
         self._completions = completions
-        self._tasks: SimpleQueue[tuple[Sequence[Record], int, Hashable] | None] = SimpleQueue()
-        self._lanes: dict[Hashable, deque[tuple[Sequence[Record], int]]] = {}  # running ones
+        self._pace = InlinePace() if inline else None
+        self.inlined = 0
+        self._tasks: SimpleQueue[_Task | None] = SimpleQueue()
+        self._lanes: dict[Hashable, deque[_Task]] = {}  # running ones
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._threads = [
@@ -105,14 +118,39 @@ class ThreadWorkers:
             thread.start()
 
     def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
+        pace = self._pace  # only this thread adds lanes: one not running now stays so
+        if pace is not None and pace.fast and (lane is None or lane not in self._lanes):
+            self._start_here(pace, records, epoch, lane)
+        else:
+            self._queue((records, epoch, lane, None))
+
+    def _queue(self, task: _Task) -> None:
+        lane = task[2]
         if lane is not None:
             with self._lock:
                 behind = self._lanes.get(lane)
                 if behind is not None:  # the lane runs: its thread runs this task next
-                    behind.append((records, epoch))
+                    behind.append(task)
                     return
                 self._lanes[lane] = deque()
-        self._tasks.put((records, epoch, lane))
+        self._tasks.put(task)
+
+    def _start_here(
+        self, pace: InlinePace, records: Sequence[Record], epoch: int, lane: Hashable
+    ) -> None:
+        """A fast batch's first call, on this thread; the rest of its rule, if the call did
+        not settle the batch, on a worker thread as a task of its lane."""
+        run = BatchRun(self._handler, records, self._policy)
+        wall, cpu = time.perf_counter(), time.thread_time()
+        result = run.advance(self._stopping.wait, first_only=True)
+        pace.note(time.perf_counter() - wall, time.thread_time() - cpu)
+        self.inlined += 1
+        if run.interrupted:  # Ctrl-C on the main thread: the caller's, not the handler's
+            raise KeyboardInterrupt
+        if result is None:
+            self._queue((records, epoch, lane, run.advance))
+        else:
+            self._completions.put(Completion(records, epoch, result, stamps=stamps_ms(records)))
 
     def abort(self) -> None:
         self._stopping.set()
@@ -128,11 +166,17 @@ class ThreadWorkers:
 
     def _work(self) -> None:
         handler, run, policy, wait = self._handler, self._run, self._policy, self._stopping.wait
-        put, lanes, lock = self._completions.put, self._lanes, self._lock
+        put, lanes, lock, pace = self._completions.put, self._lanes, self._lock, self._pace
+        perf, thread_time = time.perf_counter, time.thread_time
         while (task := self._tasks.get()) is not None:
-            records, epoch, lane = task
+            lane = task[2]
             while True:
-                result = run(handler, records, policy, wait)
+                records, epoch, _, rest = task
+                wall, cpu = perf(), thread_time()
+                result = run(handler, records, policy, wait) if rest is None else rest(wait)
+                if pace is not None and rest is None:
+                    pace.note(perf() - wall, thread_time() - cpu)
+                assert result is not None
                 put(Completion(records, epoch, result, stamps=stamps_ms(records)))
                 if lane is None:
                     break
@@ -141,7 +185,7 @@ class ThreadWorkers:
                     if not behind:
                         del lanes[lane]
                         break
-                    records, epoch = behind.popleft()
+                    task = behind.popleft()
 
 
 # in a pool process: the engine's "stopping" event and the tasks' progress (see _init_process)
@@ -191,6 +235,7 @@ class ProcessWorkers:
 
     task_s = PROCESS_TASK_S
     chains = False
+    inlined = 0
 
     def __init__(
         self,
@@ -319,9 +364,12 @@ def make_workers(
     batch: bool,
     policy: RetryPolicy,
     completions: Queue[object],
+    *,
+    inline: bool = False,
 ) -> Workers:
     """Where ``handler`` runs, per record or per batch when ``batch``: an event loop if it is
-    ``async def``, else processes or threads."""
+    ``async def``, else processes or threads (with ``inline``, a fast batch's first call on
+    the poll thread: see :mod:`lagless.engine.inline`)."""
     from lagless.engine.aio import AsyncWorkers, is_async  # aio builds on this module
 
     if is_async(handler):
@@ -334,4 +382,4 @@ def make_workers(
     run: Runner = run_batch if batch else run_each
     if processes:
         return ProcessWorkers(processes, handler, run, policy, completions)
-    return ThreadWorkers(threads, handler, run, policy, completions)
+    return ThreadWorkers(threads, handler, run, policy, completions, inline=inline and batch)

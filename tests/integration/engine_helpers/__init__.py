@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parents[3]
 LAGLESS = str(Path(sys.executable).parent / "lagless")
 LEDGER_HANDLER = "tests.integration.engine_helpers.ledger:handle"
 LEDGER_BATCH_HANDLER = "tests.integration.engine_helpers.ledger:handle_batch"
+LEDGER_FAST_BATCH_HANDLER = "tests.integration.engine_helpers.ledger:handle_batch_fast"
 
 # Tansu holds a JoinGroup for session.timeout.ms / 2: keep sessions short in tests.
 GROUP_TIMINGS: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1500}
@@ -183,10 +184,11 @@ def kill_and_restart(
     group: str,
     kill_after: int,
     duplicates_bound: int,
-) -> None:
+) -> dict[str, Any]:
     """Run ``cmd`` (a ledger-handler consumer), SIGKILL it once ``kill_after`` records are in
     its ledger, run it again to the end: every id processed, duplicates within the bound, the
-    second run's summary counting what it did, everything committed."""
+    second run's summary counting what it did, everything committed. The second run's
+    ``--json`` summary."""
     first_ledger, second_ledger = tmp_path / "first", tmp_path / "second"
     first = spawn(cmd, first_ledger)
     try:
@@ -209,3 +211,4 @@ def kill_and_restart(
     assert duplicates <= duplicates_bound, duplicates
     assert summary["processed"] == sum(read_ledgers([second_ledger]).values())
     assert sum(committed_offsets(conf, group, [topic]).values()) == len(ids)
+    return summary  # type: ignore[no-any-return]

@@ -41,3 +41,15 @@ def handle_batch(records: Sequence[Record]) -> None:
         os.write(fd, line)
     finally:
         os.close(fd)
+
+
+_LEDGER_FD: list[int] = []  # the ledger, opened once per process by handle_batch_fast
+
+
+def handle_batch_fast(records: Sequence[Record]) -> None:
+    """A fast batch form (no job, no decoding): the batch's ids in one write to a ledger kept
+    open, so the call is short and busy (see lagless.engine.inline)."""
+    if not _LEDGER_FD:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        _LEDGER_FD.append(os.open(os.environ["LAGLESS_TEST_LEDGER"], flags, 0o644))
+    os.write(_LEDGER_FD[0], b"".join((r.header(ID_HEADER) or b"?") + b"\n" for r in records))

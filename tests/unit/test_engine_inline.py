@@ -1,0 +1,181 @@
+"""Fast batches on the poll thread (lagless.engine.inline): when a handler counts as fast, and
+that a batch whose first call ran on the submitting thread ends exactly as on a worker."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from queue import Queue
+
+import pytest
+
+from lagless.engine import inline
+from lagless.engine.batch import BatchRun, run_batch
+from lagless.engine.inline import InlinePace
+from lagless.engine.record import Record
+from lagless.engine.retry import RetryPolicy, TaskResult
+from lagless.engine.workers import Completion, ThreadWorkers
+
+POLICY = RetryPolicy(retries=2, backoff_s=0.001, backoff_max_s=0.001)
+
+
+def record(offset: int) -> Record:
+    return Record("t", 0, offset, None, str(offset).encode(), None)
+
+
+BATCH = [record(i) for i in range(8)]
+
+
+def test_the_pace_is_fast_only_for_short_busy_calls() -> None:
+    pace = InlinePace()
+    assert not pace.fast, "nothing measured yet: the threads"
+    pace.note(0.00002, 0.00002)
+    assert pace.fast
+    waiting = InlinePace()
+    waiting.note(0.00005, 0.000001)  # short, but the thread mostly waited (I/O, sleep)
+    assert not waiting.fast
+    for _ in range(3):
+        pace.note(0.01, 0.01)  # the handler slowed down
+    assert not pace.fast
+    for _ in range(40):
+        pace.note(0.00002, 0.00002)  # and sped up again
+    assert pace.fast
+
+
+def fails_at(bad: set[int], how: str) -> Callable[[Sequence[Record]], object]:
+    """A batch handler failing for the records at ``bad`` offsets: raising, or naming them."""
+
+    def handle(batch: Sequence[Record]) -> object:
+        failed = {r: ValueError(f"bad {r.offset}") for r in batch if r.offset in bad}
+        if failed and how == "raises":
+            raise RuntimeError("bad batch")
+        return failed or None
+
+    return handle
+
+
+def outcome(result: TaskResult) -> dict[int, tuple[int, str]]:
+    return {i: (o.attempts, o.error_message) for i, o in result.failed.items()}
+
+
+@pytest.mark.parametrize("how", ["raises", "names"])
+@pytest.mark.parametrize("bad", [set(), {3}, {0, 7}])
+def test_the_rule_resumed_after_its_first_call_ends_as_run_in_one_go(
+    bad: set[int], how: str
+) -> None:
+    handler = fails_at(bad, how)
+    whole = run_batch(handler, BATCH, POLICY)
+    run = BatchRun(handler, BATCH, POLICY)
+    first = run.advance(lambda s: False, first_only=True)
+    if not bad:
+        assert first is not None and not first.failed, "a clean first call settles the batch"
+        return
+    assert first is None, "a failed first call leaves the rest of the rule"
+    rest = run.advance(lambda s: False)
+    assert rest is not None
+    assert outcome(rest) == outcome(whole)
+    assert len(rest.seconds) == len(whole.seconds), "the same calls"
+
+
+def inline_workers(
+    handler: Callable[..., object], completions: Queue[object], policy: RetryPolicy = POLICY
+) -> ThreadWorkers:
+    workers = ThreadWorkers(4, handler, run_batch, policy, completions, inline=True)
+    assert workers._pace is not None
+    workers._pace.note(0.00001, 0.00001)  # measured fast
+    return workers
+
+
+def test_a_fast_batch_runs_on_the_submitting_thread() -> None:
+    threads: list[threading.Thread] = []
+    completions: Queue[object] = Queue()
+    workers = inline_workers(lambda batch: threads.append(threading.current_thread()), completions)
+    try:
+        workers.submit(BATCH, 5, ("t", 0))
+        done = completions.get_nowait()  # already there: the call ran in submit
+    finally:
+        workers.close(1.0)
+    assert threads == [threading.current_thread()]
+    assert isinstance(done, Completion) and done.epoch == 5
+    assert done.result is not None and not done.result.failed
+    assert done.stamps is not None and len(done.stamps) == len(BATCH)
+    assert workers.inlined == 1
+    assert not workers._lanes, "no lane left behind"
+
+
+def test_a_failed_first_call_goes_on_on_a_worker_thread_in_its_lane() -> None:
+    here = threading.current_thread()
+    calls: list[tuple[bool, int]] = []
+    failing = fails_at({3}, "raises")
+
+    def handle(batch: Sequence[Record]) -> object:
+        calls.append((threading.current_thread() is here, len(batch)))
+        return failing(batch)
+
+    completions: Queue[object] = Queue()
+    policy = RetryPolicy(retries=2, backoff_s=0.05, backoff_max_s=0.05)
+    workers = inline_workers(handle, completions, policy)
+    try:
+        workers.submit(BATCH, 0, ("t", 0))
+        assert ("t", 0) in workers._lanes, "the rest runs in the lane (a backoff first)"
+        later = [record(8), record(9)]
+        workers.submit(later, 0, ("t", 0))  # behind the lane's retries, never beside them
+        done = [completions.get(timeout=10) for _ in range(2)]
+    finally:
+        workers.close(1.0)
+    assert calls[0] == (True, 8), "the first call on the submitting thread"
+    assert all(not on_here for on_here, _ in calls[1:]), "retries and split on a worker"
+    first, second = done
+    assert isinstance(first, Completion) and first.records is BATCH
+    assert first.result is not None
+    assert outcome(first.result) == outcome(run_batch(failing, BATCH, policy))
+    assert isinstance(second, Completion) and second.records is later
+    assert workers.inlined == 1, "the later batch waited for its lane, on a worker"
+
+
+def test_a_slow_or_waiting_handler_stays_on_the_worker_threads() -> None:
+    here = threading.current_thread()
+    on_here: list[bool] = []
+
+    def handle(batch: Sequence[Record]) -> None:
+        on_here.append(threading.current_thread() is here)
+        time.sleep(0.001)  # waits: its thread's CPU time is a small share of the call
+
+    completions: Queue[object] = Queue()
+    workers = ThreadWorkers(2, handle, run_batch, POLICY, completions, inline=True)
+    try:
+        for i in range(10):
+            workers.submit([record(i)], 0)
+            completions.get(timeout=10)
+    finally:
+        workers.close(1.0)
+    assert not any(on_here)
+    assert workers.inlined == 0
+
+
+def test_ctrl_c_in_a_call_on_the_poll_thread_is_raised_not_retried() -> None:
+    calls = 0
+
+    def handle(batch: Sequence[Record]) -> None:
+        nonlocal calls
+        calls += 1
+        raise KeyboardInterrupt
+
+    completions: Queue[object] = Queue()
+    workers = inline_workers(handle, completions)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            workers.submit(BATCH, 0)
+    finally:
+        workers.close(1.0)
+    assert calls == 1, "not retried as a handler failure"
+    assert completions.empty(), "the batch did not finish: never committed"
+
+
+def test_the_threshold_is_read_when_deciding(monkeypatch: pytest.MonkeyPatch) -> None:
+    pace = InlinePace()
+    pace.note(0.001, 0.001)
+    assert not pace.fast
+    monkeypatch.setattr(inline, "INLINE_CALL_S", 0.01)
+    assert pace.fast
