@@ -33,7 +33,7 @@ from lagless.app.handlers import Codecs, HandlerSpec, layered
 from lagless.app.health import LOCALHOST
 from lagless.app.outputs import check_outputs_exist
 from lagless.app.runner import Runner
-from lagless.app.signals import stop_on_signals
+from lagless.app.signals import stop_on_signals, unclaimed_signals
 from lagless.config import KafkaSettings, load_settings
 from lagless.connect import resolve
 from lagless.engine import EngineConfig, RunSummary
@@ -223,7 +223,9 @@ class App:
     ) -> dict[str, RunSummary]:
         """:meth:`run` inside a running event loop, which stays free: the engines run on their
         own threads (coroutine handlers on each engine's event loop). Cancelling the task
-        stops the app (drain, commit, leave) and re-raises."""
+        stops the app (drain, commit, leave) and re-raises. SIGTERM and SIGINT stop it as
+        in :meth:`run` unless the process has its own handler for them (``asyncio.run``'s
+        SIGINT cancels the task)."""
         starting = asyncio.ensure_future(
             asyncio.to_thread(self._start, metrics_port, metrics_host)
         )
@@ -235,9 +237,11 @@ class App:
                 started.stop_event.set()
                 await asyncio.to_thread(self._finish, started)
             raise
+        event = runner.stop_event
         try:
-            while runner.running:
-                await asyncio.sleep(0.05)
+            with stop_on_signals(event.is_set, event.set, runner.hurry, unclaimed_signals()):
+                while runner.running:
+                    await asyncio.sleep(0.05)
         finally:
             runner.stop_event.set()
             summaries = await asyncio.to_thread(self._finish, runner)

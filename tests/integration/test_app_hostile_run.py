@@ -1,0 +1,48 @@
+"""Running a lagless.App as a hostile user would, on the real broker: signals while a slow
+``async def`` handler awaits under ``asyncio.run(app.run_async())``, options given where they
+do nothing, ``lagless run`` targets written as a path. Every finished record is committed once
+its output is acknowledged; an option that would be ignored is one line instead."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from lagless.kafka.admin import committed_offsets
+from lagless.testing import TestKafka
+from tests.integration.engine_helpers import REPO
+
+pytestmark = pytest.mark.integration
+
+
+def test_sigterm_drains_an_app_run_by_asyncio_run(lagless_kafka: TestKafka) -> None:
+    total = 200
+    source, out = lagless_kafka.topic(2), lagless_kafka.topic()
+    lagless_kafka.produce(source, [f"r{i}" for i in range(total)])
+    group = lagless_kafka.group()
+    env = {**os.environ, "LAGLESS_BOOTSTRAP": lagless_kafka.bootstrap, "LAGLESS_TEST_GROUP": group,
+           "LAGLESS_TEST_SOURCE": source, "LAGLESS_TEST_OUT": out,
+           "LAGLESS_TEST_SLEEP_MS": "2000"}  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.app_helpers.async_copier"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not lagless_kafka.read(out):  # the first 50 are done, the next ones await 2 s
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr  # drained and returned, not killed by the signal
+    processed = json.loads(stdout)["copy"]["processed"]
+    assert 50 <= processed < total
+    committed = sum(committed_offsets(lagless_kafka.conf, group, [source]).values())
+    outputs = lagless_kafka.read(out)
+    # what was awaiting at the signal finished: committed, its output acknowledged, once
+    assert committed == processed == len(outputs) == len({r.value for r in outputs})
