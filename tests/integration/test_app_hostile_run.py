@@ -11,14 +11,21 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 import pytest
 
+import lagless
+from lagless.engine.dlq import H_ERROR
 from lagless.kafka.admin import committed_offsets
 from lagless.testing import TestKafka
 from tests.integration.engine_helpers import REPO
 
 pytestmark = pytest.mark.integration
+
+TIMINGS: dict[str, Any] = {
+    "session_timeout_ms": 6000, "heartbeat_interval_ms": 1500, "until_idle_s": 1.5,
+}  # fmt: skip
 
 
 def test_sigterm_drains_an_app_run_by_asyncio_run(lagless_kafka: TestKafka) -> None:
@@ -46,3 +53,20 @@ def test_sigterm_drains_an_app_run_by_asyncio_run(lagless_kafka: TestKafka) -> N
     outputs = lagless_kafka.read(out)
     # what was awaiting at the signal finished: committed, its output acknowledged, once
     assert committed == processed == len(outputs) == len({r.value for r in outputs})
+
+
+def test_a_bad_output_header_writes_none_of_the_records_outputs(lagless_kafka: TestKafka) -> None:
+    source, out, dlq = lagless_kafka.topic(), lagless_kafka.topic(), lagless_kafka.topic()
+    lagless_kafka.produce(source, ["a"])
+    app = lagless.App(group=lagless_kafka.group(), **TIMINGS)
+
+    @app.handler(source, value=str, output=out, dlq=dlq, retries=2, retry_backoff_s=0.05)
+    def tagged(text: str) -> list[lagless.Out]:
+        return [lagless.Out(value="good"), lagless.Out(value="bad", headers={"n": 5})]
+
+    summary = app.configured(lagless_kafka.settings).run()["tagged"]
+    assert (summary.ok, summary.dlq) == (0, 1)
+    [letter] = lagless_kafka.read(dlq, count=1)
+    reason = (letter.header(H_ERROR) or b"").decode()
+    assert "header 'n'" in reason and "int" in reason, reason
+    assert lagless_kafka.read(out) == []  # no attempt wrote its first output
