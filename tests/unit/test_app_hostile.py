@@ -163,3 +163,24 @@ def test_a_decorator_without_its_topic_is_one_line() -> None:
     for topics in ([], [""], ["a", 3], ""):
         with pytest.raises(ConfigError, match="topic"):
             app.handler(topics)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ("", "output='': '' is not a topic name"),
+        (["a", "b"], "output=['a', 'b']: give one topic name"),
+        ("orders out", "output='orders out': 'orders out' is not a topic name"),
+    ],
+)
+def test_an_output_that_is_not_a_topic_name_is_refused_at_registration(
+    output: Any, message: str
+) -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match=re.escape(f"handler h: {message}")):
+
+        @app.handler("t", output=output)
+        def h(value: bytes) -> bytes:
+            return value
+
+    assert app.specs == []

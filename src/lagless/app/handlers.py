@@ -18,6 +18,7 @@ from typing import Any
 from lagless.app.codecs import Decoder, decoder, encoder
 from lagless.app.outputs import OutputProducer, Target, outgoing
 from lagless.engine import EngineConfig, Handler, Record
+from lagless.engine.config import check_topic
 from lagless.errors import ConfigError
 
 AsyncHandler = Callable[[Record], Coroutine[Any, Any, None]]
@@ -72,7 +73,7 @@ class HandlerSpec:
             raise ConfigError(f"handler {name}: takes {takes}, not {len(params)} arguments")
         target = Target(
             name,
-            output,
+            _output_topic(output, name),
             encoder(codecs.output_value, "output_value"),
             encoder(codecs.output_key, "output_key"),
         )
@@ -148,6 +149,22 @@ def _positional(func: Callable[..., Any], name: str, key_param: str) -> list[ins
             )
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return [p for p in params if p.kind in positional and p.name != key_param]
+
+
+def _output_topic(output: object, name: str) -> str | None:
+    """``output=``: None or one topic name; ConfigError naming the handler otherwise (an empty
+    name would fall through to a failure per record, a list to a TypeError at start)."""
+    if output is None:
+        return None
+    if not isinstance(output, str):
+        raise ConfigError(
+            f"handler {name}: output={output!r}: give one topic name (return "
+            "Out(..., topic=...) to write to several)"
+        )
+    try:
+        return check_topic(output)
+    except ValueError as exc:
+        raise ConfigError(f"handler {name}: output={output!r}: {exc}") from None
 
 
 def _is_async(func: Callable[..., Any]) -> bool:
