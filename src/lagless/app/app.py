@@ -185,6 +185,10 @@ class App:
             )
         if metrics_port is not None and not 0 < metrics_port < 65536:
             raise ConfigError(f"metrics port {metrics_port} is not a port (1-65535)")
+        if metrics_port is None and metrics_host != LOCALHOST:
+            raise ConfigError(
+                f"metrics_host={metrics_host!r} serves nothing without metrics_port=PORT"
+            )
         configs = self.engine_configs()
         conf = self.settings().to_librdkafka()
         check_reachable(conf)
