@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import pytest
 from pydantic import BaseModel
+from typing_extensions import TypedDict  # pydantic wants it on Python < 3.12
 
 import lagless
 from lagless.app.codecs import EncodeError, decoder, encode
@@ -184,3 +187,52 @@ def test_an_output_that_is_not_a_topic_name_is_refused_at_registration(
             return value
 
     assert app.specs == []
+
+
+@dataclass
+class Reading:
+    sensor: str
+    celsius: float
+
+
+class ReadingDict(TypedDict):
+    sensor: str
+    celsius: float
+
+
+class ReadingTuple(NamedTuple):
+    sensor: str
+    celsius: float
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (Reading, Reading("s1", 21.5)),  # Reading(b"...") would hold the bytes as its sensor
+        (ReadingDict, {"sensor": "s1", "celsius": 21.5}),
+        (ReadingTuple, ReadingTuple("s1", 21.5)),
+        (Any, {"sensor": "s1", "celsius": 21.5}),
+    ],
+)
+def test_dataclasses_typed_dicts_and_named_tuples_are_validated_json(
+    spec: Any, expected: object
+) -> None:
+    decode = decoder(spec)
+    assert decode(b'{"sensor": "s1", "celsius": 21.5}' if spec is not ReadingTuple
+                  else b'["s1", 21.5]') == expected  # fmt: skip
+    if spec is not Any:
+        with pytest.raises(DecodeError, match="celsius"):
+            decode(b'{"sensor": "s1", "celsius": "warm"}')
+
+
+def test_a_type_pydantic_refuses_is_one_line_at_registration() -> None:
+    import typing
+
+    class Old(typing.TypedDict):  # pydantic refuses typing's TypedDict on Python < 3.12
+        sensor: str
+
+    if sys.version_info >= (3, 12):
+        assert decoder(Old)(b'{"sensor": "s1"}') == {"sensor": "s1"}
+        return
+    with pytest.raises(ConfigError, match=r"value=.*Old.*typing_extensions\.TypedDict"):
+        decoder(Old)
