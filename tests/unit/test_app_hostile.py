@@ -236,3 +236,10 @@ def test_a_type_pydantic_refuses_is_one_line_at_registration() -> None:
         return
     with pytest.raises(ConfigError, match=r"value=.*Old.*typing_extensions\.TypedDict"):
         decoder(Old)
+
+
+def test_a_dataclass_output_is_written_as_its_json() -> None:
+    assert encode(Reading("s1", 21.5)) == b'{"sensor":"s1","celsius":21.5}'
+    assert encode([Reading("s1", 1.0)]) == b'[{"sensor":"s1","celsius":1.0}]'
+    with pytest.raises(EncodeError, match="not JSON compliant"):
+        encode(Reading("s1", float("nan")))

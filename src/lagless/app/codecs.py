@@ -18,10 +18,10 @@ A value that cannot be decoded raises :class:`DecodeError` (the engine sends the
 straight to the DLQ, with the error as the reason: retrying cannot help).
 
 :func:`encode` is the way back for outputs: bytes as is, ``str`` as UTF-8, a pydantic model as
-its JSON, ``None`` as a null, anything else as strict JSON (no NaN or Infinity; what is not
-JSON, e.g. a set, is an :class:`EncodeError`). :func:`encoder` turns an output codec spec
-(``output_value=`` / ``output_key=``: ``None`` for :func:`encode`, a callable ``f(obj) ->
-bytes``, or a Schema Registry codec, which also needs the output topic) into an
+its JSON, ``None`` as a null, anything else as strict JSON (a dataclass as its fields; no NaN
+or Infinity; what is not JSON, e.g. a set, is an :class:`EncodeError`). :func:`encoder` turns an
+output codec spec (``output_value=`` / ``output_key=``: ``None`` for :func:`encode`, a callable
+``f(obj) -> bytes``, or a Schema Registry codec, which also needs the output topic) into an
 :data:`Encoder`; an output that cannot be encoded raises :class:`EncodeError`.
 """
 
@@ -183,12 +183,21 @@ def encode(obj: object) -> bytes | None:
             return obj.encode("utf-8")
         if isinstance(obj, BaseModel):
             return obj.model_dump_json().encode("utf-8")
-        return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        return json.dumps(
+            obj, separators=(",", ":"), allow_nan=False, default=_dataclass_fields
+        ).encode("utf-8")
     except (TypeError, ValueError) as exc:  # not JSON-able, NaN, a lone surrogate, ...
         raise EncodeError(
             f"cannot write {type(obj).__name__} as JSON: {exc} (write bytes, str, a pydantic "
             "model or JSON data: dict, list, str, a finite number, bool, None)"
         ) from None
+
+
+def _dataclass_fields(obj: object) -> Any:
+    """``json.dumps``' hook: a dataclass as its fields (what a dataclass codec decodes)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
 def plain(obj: object, topic: str) -> bytes | None:
