@@ -174,6 +174,7 @@ def test_a_decorator_without_its_topic_is_one_line() -> None:
         ("", "output='': '' is not a topic name"),
         (["a", "b"], "output=['a', 'b']: give one topic name"),
         ("orders out", "output='orders out': 'orders out' is not a topic name"),
+        ("t", "output='t' is a topic it consumes: every output would be consumed again"),
     ],
 )
 def test_an_output_that_is_not_a_topic_name_is_refused_at_registration(

@@ -73,7 +73,7 @@ class HandlerSpec:
             raise ConfigError(f"handler {name}: takes {takes}, not {len(params)} arguments")
         target = Target(
             name,
-            _output_topic(output, name),
+            _output_topic(output, name, topics),
             encoder(codecs.output_value, "output_value"),
             encoder(codecs.output_key, "output_key"),
         )
@@ -151,9 +151,10 @@ def _positional(func: Callable[..., Any], name: str, key_param: str) -> list[ins
     return [p for p in params if p.kind in positional and p.name != key_param]
 
 
-def _output_topic(output: object, name: str) -> str | None:
-    """``output=``: None or one topic name; ConfigError naming the handler otherwise (an empty
-    name would fall through to a failure per record, a list to a TypeError at start)."""
+def _output_topic(output: object, name: str, topics: tuple[str, ...]) -> str | None:
+    """``output=``: None or one topic name other than ``topics``; ConfigError naming the
+    handler otherwise (an empty name would fall through to a failure per record, a list to a
+    TypeError at start, a consumed topic to a loop that never goes idle)."""
     if output is None:
         return None
     if not isinstance(output, str):
@@ -162,9 +163,15 @@ def _output_topic(output: object, name: str) -> str | None:
             "Out(..., topic=...) to write to several)"
         )
     try:
-        return check_topic(output)
+        check_topic(output)
     except ValueError as exc:
         raise ConfigError(f"handler {name}: output={output!r}: {exc}") from None
+    if output in topics:
+        raise ConfigError(
+            f"handler {name}: output={output!r} is a topic it consumes: every output would be "
+            "consumed again, without end (return Out(..., topic=...) to write some back)"
+        )
+    return output
 
 
 def _is_async(func: Callable[..., Any]) -> bool:
