@@ -244,3 +244,21 @@ def test_a_dataclass_output_is_written_as_its_json() -> None:
     assert encode([Reading("s1", 1.0)]) == b'[{"sensor":"s1","celsius":1.0}]'
     with pytest.raises(EncodeError, match="not JSON compliant"):
         encode(Reading("s1", float("nan")))
+
+
+def test_a_key_parameter_before_the_value_is_refused_at_registration() -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match=r"handler h: .*multiple values for argument 'key'"):
+
+        @app.handler("t", key=str)
+        def h(key: str, value: bytes) -> None: ...  # called h(value, key=...): fails each record
+
+    with pytest.raises(ConfigError, match=r"handler b: .*multiple values for argument 'keys'"):
+
+        @app.handler("t", batch_size=10)
+        def b(keys: list[bytes], values: list[bytes]) -> None: ...
+
+    @app.handler("t", key=str)
+    def fine(value: bytes, key: str) -> None: ...
+
+    assert [s.name for s in app.specs] == ["fine"]

@@ -71,6 +71,8 @@ class HandlerSpec:
         if not 1 <= len(params) <= 2:
             takes = "(values) or (values, records)" if batch else "(value) or (value, record)"
             raise ConfigError(f"handler {name}: takes {takes}, not {len(params)} arguments")
+        pass_key = key_param in inspect.signature(func).parameters
+        _check_callable(func, name, len(params), key_param if pass_key else None)
         target = Target(
             name,
             _output_topic(output, name, topics),
@@ -89,7 +91,7 @@ class HandlerSpec:
             output_conf=dict(output_conf or {}),
             is_async=_is_async(func),
             pass_record=len(params) == 2,
-            pass_key=key_param in inspect.signature(func).parameters,
+            pass_key=pass_key,
             batch=batch,
         )
 
@@ -149,6 +151,21 @@ def _positional(func: Callable[..., Any], name: str, key_param: str) -> list[ins
             )
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return [p for p in params if p.kind in positional and p.name != key_param]
+
+
+def _check_callable(
+    func: Callable[..., Any], name: str, positional: int, key_param: str | None
+) -> None:
+    """ConfigError if ``func`` cannot take the call the wrapper makes: ``positional`` arguments
+    and ``key_param`` by name (e.g. ``def h(key, value)``: the value would fill ``key``)."""
+    try:
+        inspect.signature(func).bind(*range(positional), **({key_param: None} if key_param else {}))
+    except TypeError as exc:
+        how = f" and {key_param}= by name ({key_param} goes after them)" if key_param else ""
+        raise ConfigError(
+            f"handler {name}: cannot be called with {positional} argument(s) by position{how}: "
+            f"{exc}"
+        ) from None
 
 
 def _output_topic(output: object, name: str, topics: tuple[str, ...]) -> str | None:
