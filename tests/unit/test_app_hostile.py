@@ -262,3 +262,18 @@ def test_a_key_parameter_before_the_value_is_refused_at_registration() -> None:
     def fine(value: bytes, key: str) -> None: ...
 
     assert [s.name for s in app.specs] == ["fine"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"value": str}, "App(value=...): not an engine option; value= goes to @app.handler"),
+        ({"max_inflight": 5}, "App(max_inflight=...): not an engine option"),
+        ({"topics": ["t"]}, "App(topics=...): not an engine option; topics go to @app.handler"),
+    ],
+)
+def test_an_app_option_that_is_not_an_engine_option_is_refused_by_the_app(
+    options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        lagless.App(group="g", **options)  # not blamed on the first handler registered

@@ -79,6 +79,7 @@ class App:
                 "App(...): give settings= or bootstrap=/config_file=, not both (settings "
                 "would win and the others be ignored)"
             )
+        _check_app_options(options)
         self.group = group
         self._settings = settings
         self._bootstrap = bootstrap
@@ -319,6 +320,24 @@ def _topics(topic: object) -> tuple[str, ...]:
     if not topics or not all(isinstance(t, str) and t for t in topics):
         raise ConfigError(f"@app.handler({topic!r}): give a topic name or a list of them")
     return tuple(str(t) for t in topics)
+
+
+HANDLER_ONLY = ("value", "key", "output", "output_value", "output_key", "output_conf")
+
+
+def _check_app_options(options: Mapping[str, Any]) -> None:
+    """ConfigError for an ``App(...)`` option the engine does not take (validated here, not
+    blamed on the first handler registered): codecs and outputs go to ``@app.handler``."""
+    known = set(EngineConfig.model_fields) - {"topics"} | {"dlq"}
+    for name in options:
+        if name in known:
+            continue
+        where = (
+            f"; {name}= goes to @app.handler" if name in HANDLER_ONLY
+            else "; topics go to @app.handler" if name == "topics"
+            else ""
+        )  # fmt: skip
+        raise ConfigError(f"App({name}=...): not an engine option{where}")
 
 
 def _one_consumer_per_topic(configs: list[EngineConfig], specs: list[HandlerSpec]) -> None:
