@@ -277,3 +277,9 @@ def test_an_app_option_that_is_not_an_engine_option_is_refused_by_the_app(
 ) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         lagless.App(group="g", **options)  # not blamed on the first handler registered
+
+
+def test_topics_given_by_keyword_to_a_handler_is_one_line() -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match=re.escape("@app.handler(..., topics=...): the topic")):
+        app.handler("t", topics=["u"])  # was a TypeError from deep inside EngineConfig.build

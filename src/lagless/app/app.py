@@ -112,6 +112,11 @@ class App:
         ``batch_size`` it is a batch handler, :mod:`lagless.app.batch`). ``output_value`` /
         ``output_key``: how outputs are encoded (default: :func:`~lagless.app.codecs.encode`);
         ``output_conf``: librdkafka properties of its output producer (e.g. ``linger.ms``)."""
+        if "topics" in options:
+            raise ConfigError(
+                "@app.handler(..., topics=...): the topic (or a list of them) is its first "
+                'argument: @app.handler(["a", "b"], ...)'
+            )
         topics = _topics(topic)
         codecs = Codecs(value, key, output_value, output_key)
 
