@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -105,3 +106,24 @@ def test_a_metrics_host_without_a_port_is_refused_before_joining(lagless_kafka: 
 
     with pytest.raises(ConfigError, match=r"metrics_host='0\.0\.0\.0' serves nothing without"):
         app.configured(lagless_kafka.settings).run(metrics_host="0.0.0.0")
+
+
+def test_stop_asked_while_the_app_is_starting_stops_it(lagless_kafka: TestKafka) -> None:
+    source = lagless_kafka.topic()
+    lagless_kafka.produce(source, ["a"])
+    app = lagless.App(group=lagless_kafka.group(), **{**TIMINGS, "until_idle_s": None})
+
+    @app.handler(source, on_failure="stop")
+    def noop(value: bytes) -> None: ...
+
+    configured = app.configured(lagless_kafka.settings)
+    runs = threading.Thread(target=configured.run)
+    runs.start()
+    while not configured.health["handlers"] and runs.is_alive():
+        configured.stop()  # from another thread, as embedding code would, while it starts
+        time.sleep(0.01)
+    runs.join(30)
+    stuck = runs.is_alive()
+    configured.stop()  # let it end if the stop asked while starting was lost
+    runs.join(60)
+    assert not stuck  # the stop asked while it started was not dropped

@@ -91,6 +91,7 @@ class App:
         self._runner: Runner | None = None
         self._claim = threading.Lock()
         self._busy = False  # started (or starting) and not finished
+        self._stop_asked = False  # stop() while starting: applied once the runner exists
         self.summaries: dict[str, RunSummary] = {}
         self.hurried = False  # the last run was stopped at once (a second signal)
 
@@ -142,6 +143,7 @@ class App:
         other._runner = None
         other._claim = threading.Lock()
         other._busy = False
+        other._stop_asked = False
         other.summaries = {}
         other.hurried = False
         if settings is not None:
@@ -175,12 +177,16 @@ class App:
             if self._busy:
                 raise ConfigError("the app is already running")
             self._busy = True
+            self._stop_asked = False
         try:
             runner = self._launch(metrics_port, metrics_host)
         except BaseException:
             self._busy = False
             raise
-        self._runner = runner
+        with self._claim:
+            self._runner = runner
+            if self._stop_asked:  # stop() came while it started: not lost
+                runner.stop_event.set()
         return runner
 
     def _launch(self, metrics_port: int | None, metrics_host: str) -> Runner:
@@ -258,9 +264,13 @@ class App:
         return summaries
 
     def stop(self) -> None:
-        """Ask a running app to stop (drain, commit, leave); :meth:`run` then returns."""
-        if self._runner is not None:
-            self._runner.stop_event.set()
+        """Ask a running (or starting) app to stop (drain, commit, leave); :meth:`run` then
+        returns. No effect on an app that is not running."""
+        with self._claim:
+            self._stop_asked = self._busy
+            runner = self._runner
+        if runner is not None:
+            runner.stop_event.set()
 
     # -- for tests and embedding ----------------------------------------------------------
 
