@@ -283,3 +283,11 @@ def test_topics_given_by_keyword_to_a_handler_is_one_line() -> None:
     app = lagless.App(group="g", on_failure="stop")
     with pytest.raises(ConfigError, match=re.escape("@app.handler(..., topics=...): the topic")):
         app.handler("t", topics=["u"])  # was a TypeError from deep inside EngineConfig.build
+
+
+def test_output_conf_that_is_not_a_mapping_is_one_line() -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match=re.escape("handler h: output_conf='linger.ms=5'")):
+
+        @app.handler("t", output_conf="linger.ms=5")  # type: ignore[arg-type]
+        def h(value: bytes) -> None: ...

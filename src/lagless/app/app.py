@@ -123,6 +123,12 @@ class App:
 
         def register(func: F) -> F:
             merged = layered(self._defaults, options)
+            if output_conf is not None and not isinstance(output_conf, Mapping):
+                name = getattr(func, "__name__", type(func).__name__)
+                raise ConfigError(
+                    f"handler {name}: output_conf={output_conf!r}: give a dict of librdkafka "
+                    'properties, e.g. {"linger.ms": 5}'
+                )
             conf = dict(output_conf or {})
             spec = HandlerSpec.make(func, topics, codecs, output, merged, conf)
             if any(s.name == spec.name for s in self.specs):
