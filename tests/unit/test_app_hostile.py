@@ -291,3 +291,18 @@ def test_output_conf_that_is_not_a_mapping_is_one_line() -> None:
 
         @app.handler("t", output_conf="linger.ms=5")  # type: ignore[arg-type]
         def h(value: bytes) -> None: ...
+
+
+def test_a_key_parameter_misnamed_for_the_kind_of_handler_is_refused() -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match="handler b: a batch handler gets its keys as 'keys'"):
+
+        @app.handler("t", batch_size=10)
+        def b(values: list[bytes], key: list[bytes]) -> None: ...  # would get the records
+
+    with pytest.raises(ConfigError, match="handler h: a handler gets its key as 'key'"):
+
+        @app.handler("t")
+        def h(value: bytes, keys: bytes) -> None: ...  # would get the record
+
+    assert app.specs == []

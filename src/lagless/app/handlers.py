@@ -143,6 +143,10 @@ def _positional(func: Callable[..., Any], name: str, key_param: str) -> list[ins
             "for a consumer): return a list of outputs instead of yielding them"
         )
     params = list(inspect.signature(func).parameters.values())
+    misnamed = "key" if key_param == "keys" else "keys"
+    if any(p.name == misnamed for p in params):  # it would get the record(s) instead
+        kind = "a batch handler gets its keys" if key_param == "keys" else "a handler gets its key"
+        raise ConfigError(f"handler {name}: {kind} as {key_param!r}, not {misnamed!r}")
     for p in params:
         if p.kind is p.KEYWORD_ONLY and p.default is p.empty and p.name != key_param:
             raise ConfigError(
