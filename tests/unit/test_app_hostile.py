@@ -306,3 +306,14 @@ def test_a_key_parameter_misnamed_for_the_kind_of_handler_is_refused() -> None:
         def h(value: bytes, keys: bytes) -> None: ...  # would get the record
 
     assert app.specs == []
+
+
+@pytest.mark.parametrize("port", ["9000", 9000.0, True, 0])
+def test_a_metrics_port_that_is_not_a_port_number_is_one_line(port: Any) -> None:
+    app = lagless.App(group="g", on_failure="stop")
+
+    @app.handler("t")
+    def h(value: bytes) -> None: ...
+
+    with pytest.raises(ConfigError, match="is not a port"):  # raised before connecting
+        app.run(metrics_port=port)

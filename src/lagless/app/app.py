@@ -201,8 +201,10 @@ class App:
                 f"app.run() was called while lagless run imported {_CLI_IMPORT[-1]!r}: guard "
                 "it with `if __name__ == \"__main__\":` (lagless run starts the app itself)"
             )
-        if metrics_port is not None and not 0 < metrics_port < 65536:
-            raise ConfigError(f"metrics port {metrics_port} is not a port (1-65535)")
+        if metrics_port is not None and not (
+            type(metrics_port) is int and 0 < metrics_port < 65536
+        ):  # a str from the environment, a float, True: a TypeError or a bind elsewhere
+            raise ConfigError(f"metrics port {metrics_port!r} is not a port (1-65535)")
         if metrics_port is None and metrics_host != LOCALHOST:
             raise ConfigError(
                 f"metrics_host={metrics_host!r} serves nothing without metrics_port=PORT"
