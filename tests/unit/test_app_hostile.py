@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import pytest
 from pydantic import BaseModel
+from typing_extensions import TypedDict  # pydantic wants it on Python < 3.12
 
 import lagless
 from lagless.app.codecs import EncodeError, decoder, encode
@@ -163,3 +166,154 @@ def test_a_decorator_without_its_topic_is_one_line() -> None:
     for topics in ([], [""], ["a", 3], ""):
         with pytest.raises(ConfigError, match="topic"):
             app.handler(topics)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ("", "output='': '' is not a topic name"),
+        (["a", "b"], "output=['a', 'b']: give one topic name"),
+        ("orders out", "output='orders out': 'orders out' is not a topic name"),
+        ("t", "output='t' is a topic it consumes: every output would be consumed again"),
+    ],
+)
+def test_an_output_that_is_not_a_topic_name_is_refused_at_registration(
+    output: Any, message: str
+) -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match=re.escape(f"handler h: {message}")):
+
+        @app.handler("t", output=output)
+        def h(value: bytes) -> bytes:
+            return value
+
+    assert app.specs == []
+
+
+@dataclass
+class Reading:
+    sensor: str
+    celsius: float
+
+
+class ReadingDict(TypedDict):
+    sensor: str
+    celsius: float
+
+
+class ReadingTuple(NamedTuple):
+    sensor: str
+    celsius: float
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (Reading, Reading("s1", 21.5)),  # Reading(b"...") would hold the bytes as its sensor
+        (ReadingDict, {"sensor": "s1", "celsius": 21.5}),
+        (ReadingTuple, ReadingTuple("s1", 21.5)),
+        (Any, {"sensor": "s1", "celsius": 21.5}),
+    ],
+)
+def test_dataclasses_typed_dicts_and_named_tuples_are_validated_json(
+    spec: Any, expected: object
+) -> None:
+    decode = decoder(spec)
+    assert decode(b'{"sensor": "s1", "celsius": 21.5}' if spec is not ReadingTuple
+                  else b'["s1", 21.5]') == expected  # fmt: skip
+    if spec is not Any:
+        with pytest.raises(DecodeError, match="celsius"):
+            decode(b'{"sensor": "s1", "celsius": "warm"}')
+
+
+def test_a_type_pydantic_refuses_is_one_line_at_registration() -> None:
+    import typing
+
+    class Old(typing.TypedDict):  # pydantic refuses typing's TypedDict on Python < 3.12
+        sensor: str
+
+    if sys.version_info >= (3, 12):
+        assert decoder(Old)(b'{"sensor": "s1"}') == {"sensor": "s1"}
+        return
+    with pytest.raises(ConfigError, match=r"value=.*Old.*typing_extensions\.TypedDict"):
+        decoder(Old)
+
+
+def test_a_dataclass_output_is_written_as_its_json() -> None:
+    assert encode(Reading("s1", 21.5)) == b'{"sensor":"s1","celsius":21.5}'
+    assert encode([Reading("s1", 1.0)]) == b'[{"sensor":"s1","celsius":1.0}]'
+    with pytest.raises(EncodeError, match="not JSON compliant"):
+        encode(Reading("s1", float("nan")))
+
+
+def test_a_key_parameter_before_the_value_is_refused_at_registration() -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match=r"handler h: .*multiple values for argument 'key'"):
+
+        @app.handler("t", key=str)
+        def h(key: str, value: bytes) -> None: ...  # called h(value, key=...): fails each record
+
+    with pytest.raises(ConfigError, match=r"handler b: .*multiple values for argument 'keys'"):
+
+        @app.handler("t", batch_size=10)
+        def b(keys: list[bytes], values: list[bytes]) -> None: ...
+
+    @app.handler("t", key=str)
+    def fine(value: bytes, key: str) -> None: ...
+
+    assert [s.name for s in app.specs] == ["fine"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"value": str}, "App(value=...): not an engine option; value= goes to @app.handler"),
+        ({"max_inflight": 5}, "App(max_inflight=...): not an engine option"),
+        ({"topics": ["t"]}, "App(topics=...): not an engine option; topics go to @app.handler"),
+    ],
+)
+def test_an_app_option_that_is_not_an_engine_option_is_refused_by_the_app(
+    options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        lagless.App(group="g", **options)  # not blamed on the first handler registered
+
+
+def test_topics_given_by_keyword_to_a_handler_is_one_line() -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match=re.escape("@app.handler(..., topics=...): the topic")):
+        app.handler("t", topics=["u"])  # was a TypeError from deep inside EngineConfig.build
+
+
+def test_output_conf_that_is_not_a_mapping_is_one_line() -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match=re.escape("handler h: output_conf='linger.ms=5'")):
+
+        @app.handler("t", output_conf="linger.ms=5")  # type: ignore[arg-type]
+        def h(value: bytes) -> None: ...
+
+
+def test_a_key_parameter_misnamed_for_the_kind_of_handler_is_refused() -> None:
+    app = lagless.App(group="g", on_failure="stop")
+    with pytest.raises(ConfigError, match="handler b: a batch handler gets its keys as 'keys'"):
+
+        @app.handler("t", batch_size=10)
+        def b(values: list[bytes], key: list[bytes]) -> None: ...  # would get the records
+
+    with pytest.raises(ConfigError, match="handler h: a handler gets its key as 'key'"):
+
+        @app.handler("t")
+        def h(value: bytes, keys: bytes) -> None: ...  # would get the record
+
+    assert app.specs == []
+
+
+@pytest.mark.parametrize("port", ["9000", 9000.0, True, 0])
+def test_a_metrics_port_that_is_not_a_port_number_is_one_line(port: Any) -> None:
+    app = lagless.App(group="g", on_failure="stop")
+
+    @app.handler("t")
+    def h(value: bytes) -> None: ...
+
+    with pytest.raises(ConfigError, match="is not a port"):  # raised before connecting
+        app.run(metrics_port=port)

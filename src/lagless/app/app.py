@@ -33,7 +33,7 @@ from lagless.app.handlers import Codecs, HandlerSpec, layered
 from lagless.app.health import LOCALHOST
 from lagless.app.outputs import check_outputs_exist
 from lagless.app.runner import Runner
-from lagless.app.signals import stop_on_signals
+from lagless.app.signals import stop_on_signals, unclaimed_signals
 from lagless.config import KafkaSettings, load_settings
 from lagless.connect import resolve
 from lagless.engine import EngineConfig, RunSummary
@@ -79,6 +79,7 @@ class App:
                 "App(...): give settings= or bootstrap=/config_file=, not both (settings "
                 "would win and the others be ignored)"
             )
+        _check_app_options(options)
         self.group = group
         self._settings = settings
         self._bootstrap = bootstrap
@@ -90,6 +91,7 @@ class App:
         self._runner: Runner | None = None
         self._claim = threading.Lock()
         self._busy = False  # started (or starting) and not finished
+        self._stop_asked = False  # stop() while starting: applied once the runner exists
         self.summaries: dict[str, RunSummary] = {}
         self.hurried = False  # the last run was stopped at once (a second signal)
 
@@ -111,11 +113,22 @@ class App:
         ``batch_size`` it is a batch handler, :mod:`lagless.app.batch`). ``output_value`` /
         ``output_key``: how outputs are encoded (default: :func:`~lagless.app.codecs.encode`);
         ``output_conf``: librdkafka properties of its output producer (e.g. ``linger.ms``)."""
+        if "topics" in options:
+            raise ConfigError(
+                "@app.handler(..., topics=...): the topic (or a list of them) is its first "
+                'argument: @app.handler(["a", "b"], ...)'
+            )
         topics = _topics(topic)
         codecs = Codecs(value, key, output_value, output_key)
 
         def register(func: F) -> F:
             merged = layered(self._defaults, options)
+            if output_conf is not None and not isinstance(output_conf, Mapping):
+                name = getattr(func, "__name__", type(func).__name__)
+                raise ConfigError(
+                    f"handler {name}: output_conf={output_conf!r}: give a dict of librdkafka "
+                    'properties, e.g. {"linger.ms": 5}'
+                )
             conf = dict(output_conf or {})
             spec = HandlerSpec.make(func, topics, codecs, output, merged, conf)
             if any(s.name == spec.name for s in self.specs):
@@ -136,6 +149,7 @@ class App:
         other._runner = None
         other._claim = threading.Lock()
         other._busy = False
+        other._stop_asked = False
         other.summaries = {}
         other.hurried = False
         if settings is not None:
@@ -169,12 +183,16 @@ class App:
             if self._busy:
                 raise ConfigError("the app is already running")
             self._busy = True
+            self._stop_asked = False
         try:
             runner = self._launch(metrics_port, metrics_host)
         except BaseException:
             self._busy = False
             raise
-        self._runner = runner
+        with self._claim:
+            self._runner = runner
+            if self._stop_asked:  # stop() came while it started: not lost
+                runner.stop_event.set()
         return runner
 
     def _launch(self, metrics_port: int | None, metrics_host: str) -> Runner:
@@ -183,8 +201,14 @@ class App:
                 f"app.run() was called while lagless run imported {_CLI_IMPORT[-1]!r}: guard "
                 "it with `if __name__ == \"__main__\":` (lagless run starts the app itself)"
             )
-        if metrics_port is not None and not 0 < metrics_port < 65536:
-            raise ConfigError(f"metrics port {metrics_port} is not a port (1-65535)")
+        if metrics_port is not None and not (
+            type(metrics_port) is int and 0 < metrics_port < 65536
+        ):  # a str from the environment, a float, True: a TypeError or a bind elsewhere
+            raise ConfigError(f"metrics port {metrics_port!r} is not a port (1-65535)")
+        if metrics_port is None and metrics_host != LOCALHOST:
+            raise ConfigError(
+                f"metrics_host={metrics_host!r} serves nothing without metrics_port=PORT"
+            )
         configs = self.engine_configs()
         conf = self.settings().to_librdkafka()
         check_reachable(conf)
@@ -223,7 +247,9 @@ class App:
     ) -> dict[str, RunSummary]:
         """:meth:`run` inside a running event loop, which stays free: the engines run on their
         own threads (coroutine handlers on each engine's event loop). Cancelling the task
-        stops the app (drain, commit, leave) and re-raises."""
+        stops the app (drain, commit, leave) and re-raises. SIGTERM and SIGINT stop it as
+        in :meth:`run` unless the process has its own handler for them (``asyncio.run``'s
+        SIGINT cancels the task)."""
         starting = asyncio.ensure_future(
             asyncio.to_thread(self._start, metrics_port, metrics_host)
         )
@@ -235,18 +261,24 @@ class App:
                 started.stop_event.set()
                 await asyncio.to_thread(self._finish, started)
             raise
+        event = runner.stop_event
         try:
-            while runner.running:
-                await asyncio.sleep(0.05)
+            with stop_on_signals(event.is_set, event.set, runner.hurry, unclaimed_signals()):
+                while runner.running:
+                    await asyncio.sleep(0.05)
         finally:
             runner.stop_event.set()
             summaries = await asyncio.to_thread(self._finish, runner)
         return summaries
 
     def stop(self) -> None:
-        """Ask a running app to stop (drain, commit, leave); :meth:`run` then returns."""
-        if self._runner is not None:
-            self._runner.stop_event.set()
+        """Ask a running (or starting) app to stop (drain, commit, leave); :meth:`run` then
+        returns. No effect on an app that is not running."""
+        with self._claim:
+            self._stop_asked = self._busy
+            runner = self._runner
+        if runner is not None:
+            runner.stop_event.set()
 
     # -- for tests and embedding ----------------------------------------------------------
 
@@ -311,6 +343,24 @@ def _topics(topic: object) -> tuple[str, ...]:
     if not topics or not all(isinstance(t, str) and t for t in topics):
         raise ConfigError(f"@app.handler({topic!r}): give a topic name or a list of them")
     return tuple(str(t) for t in topics)
+
+
+HANDLER_ONLY = ("value", "key", "output", "output_value", "output_key", "output_conf")
+
+
+def _check_app_options(options: Mapping[str, Any]) -> None:
+    """ConfigError for an ``App(...)`` option the engine does not take (validated here, not
+    blamed on the first handler registered): codecs and outputs go to ``@app.handler``."""
+    known = set(EngineConfig.model_fields) - {"topics"} | {"dlq"}
+    for name in options:
+        if name in known:
+            continue
+        where = (
+            f"; {name}= goes to @app.handler" if name in HANDLER_ONLY
+            else "; topics go to @app.handler" if name == "topics"
+            else ""
+        )  # fmt: skip
+        raise ConfigError(f"App({name}=...): not an engine option{where}")
 
 
 def _one_consumer_per_topic(configs: list[EngineConfig], specs: list[HandlerSpec]) -> None:

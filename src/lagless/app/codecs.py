@@ -7,8 +7,9 @@ A codec spec (the ``value=`` / ``key=`` of :meth:`lagless.App.handler`) is one o
 * ``"json"``: any JSON document (``json.loads``);
 * a pydantic model class: the validated model (from its JSON);
 * a container type or a typing generic (``dict``, ``list``, ``bool``, ``list[Order]``,
-  ``dict[str, int]``, ``int | None``...): JSON validated by pydantic into that type (calling
-  ``bool(b"false")`` or ``list(b"[1]")`` would give silently wrong values);
+  ``dict[str, int]``, ``int | None``...), a dataclass, a TypedDict, a NamedTuple or ``Any``:
+  JSON validated by pydantic into that type (calling ``bool(b"false")``, ``list(b"[1]")`` or
+  a dataclass on the bytes would give silently wrong values);
 * any other callable ``f(bytes | None) -> T`` (``int`` and ``float`` too): whatever it
   returns; it raises to reject;
 * a Schema Registry deserializer from :mod:`lagless.app.registry` (an extra).
@@ -17,21 +18,22 @@ A value that cannot be decoded raises :class:`DecodeError` (the engine sends the
 straight to the DLQ, with the error as the reason: retrying cannot help).
 
 :func:`encode` is the way back for outputs: bytes as is, ``str`` as UTF-8, a pydantic model as
-its JSON, ``None`` as a null, anything else as strict JSON (no NaN or Infinity; what is not
-JSON, e.g. a set, is an :class:`EncodeError`). :func:`encoder` turns an output codec spec
-(``output_value=`` / ``output_key=``: ``None`` for :func:`encode`, a callable ``f(obj) ->
-bytes``, or a Schema Registry codec, which also needs the output topic) into an
+its JSON, ``None`` as a null, anything else as strict JSON (a dataclass as its fields; no NaN
+or Infinity; what is not JSON, e.g. a set, is an :class:`EncodeError`). :func:`encoder` turns an
+output codec spec (``output_value=`` / ``output_key=``: ``None`` for :func:`encode`, a callable
+``f(obj) -> bytes``, or a Schema Registry codec, which also needs the output topic) into an
 :data:`Encoder`; an output that cannot be encoded raises :class:`EncodeError`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from collections.abc import Callable
-from typing import Any, Protocol, get_origin, runtime_checkable
+from typing import Any, Protocol, get_origin, is_typeddict, runtime_checkable
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError
 
 from lagless.engine.handlers import DecodeError
 from lagless.errors import ConfigError, LaglessError
@@ -98,8 +100,11 @@ def _model(cls: type[BaseModel]) -> Decoder:
     return decode
 
 
-def _typed_json(spec: Any) -> Decoder:
-    adapter: TypeAdapter[Any] = TypeAdapter(spec)
+def _typed_json(spec: Any, what: str) -> Decoder:
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(spec)
+    except PydanticUserError as exc:  # e.g. typing.TypedDict on Python < 3.12
+        raise ConfigError(f"{what}={spec!r}: {str(exc).splitlines()[0]}") from None
     name = getattr(spec, "__name__", None) if get_origin(spec) is None else None
     name = name or str(spec).replace("typing.", "")
 
@@ -132,6 +137,17 @@ def _custom(func: Callable[[bytes | None], Any]) -> Decoder:
     return decode
 
 
+def _validated_json(spec: Any) -> bool:
+    """A type to validate from JSON: a container (a subclass too: a NamedTuple), a typing
+    generic, a dataclass, a TypedDict or ``Any``. Called on the bytes instead, a dataclass
+    would hold them unvalidated in its first field and the others would refuse every record."""
+    if spec is Any or get_origin(spec) is not None or is_typeddict(spec):
+        return True
+    if not isinstance(spec, type):
+        return False
+    return issubclass(spec, JSON_TYPES) or dataclasses.is_dataclass(spec)
+
+
 def decoder(spec: CodecSpec, what: str = "value") -> Decoder:
     """The decoder for ``spec``; ConfigError (one line) for a spec that is none of the above."""
     if spec is bytes or spec is None:
@@ -142,8 +158,8 @@ def decoder(spec: CodecSpec, what: str = "value") -> Decoder:
         return _json
     if isinstance(spec, type) and issubclass(spec, BaseModel):
         return _model(spec)
-    if any(spec is t for t in JSON_TYPES) or get_origin(spec) is not None:
-        return _typed_json(spec)
+    if _validated_json(spec):
+        return _typed_json(spec, what)
     if inspect.iscoroutinefunction(spec):
         raise ConfigError(
             f"{what}={getattr(spec, '__name__', spec)}: an async def decoder would hand the "
@@ -167,12 +183,21 @@ def encode(obj: object) -> bytes | None:
             return obj.encode("utf-8")
         if isinstance(obj, BaseModel):
             return obj.model_dump_json().encode("utf-8")
-        return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        return json.dumps(
+            obj, separators=(",", ":"), allow_nan=False, default=_dataclass_fields
+        ).encode("utf-8")
     except (TypeError, ValueError) as exc:  # not JSON-able, NaN, a lone surrogate, ...
         raise EncodeError(
             f"cannot write {type(obj).__name__} as JSON: {exc} (write bytes, str, a pydantic "
             "model or JSON data: dict, list, str, a finite number, bool, None)"
         ) from None
+
+
+def _dataclass_fields(obj: object) -> Any:
+    """``json.dumps``' hook: a dataclass as its fields (what a dataclass codec decodes)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
 def plain(obj: object, topic: str) -> bytes | None:

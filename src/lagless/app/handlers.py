@@ -18,6 +18,7 @@ from typing import Any
 from lagless.app.codecs import Decoder, decoder, encoder
 from lagless.app.outputs import OutputProducer, Target, outgoing
 from lagless.engine import EngineConfig, Handler, Record
+from lagless.engine.config import check_topic
 from lagless.errors import ConfigError
 
 AsyncHandler = Callable[[Record], Coroutine[Any, Any, None]]
@@ -70,9 +71,11 @@ class HandlerSpec:
         if not 1 <= len(params) <= 2:
             takes = "(values) or (values, records)" if batch else "(value) or (value, record)"
             raise ConfigError(f"handler {name}: takes {takes}, not {len(params)} arguments")
+        pass_key = key_param in inspect.signature(func).parameters
+        _check_callable(func, name, len(params), key_param if pass_key else None)
         target = Target(
             name,
-            output,
+            _output_topic(output, name, topics),
             encoder(codecs.output_value, "output_value"),
             encoder(codecs.output_key, "output_key"),
         )
@@ -88,7 +91,7 @@ class HandlerSpec:
             output_conf=dict(output_conf or {}),
             is_async=_is_async(func),
             pass_record=len(params) == 2,
-            pass_key=key_param in inspect.signature(func).parameters,
+            pass_key=pass_key,
             batch=batch,
         )
 
@@ -140,6 +143,10 @@ def _positional(func: Callable[..., Any], name: str, key_param: str) -> list[ins
             "for a consumer): return a list of outputs instead of yielding them"
         )
     params = list(inspect.signature(func).parameters.values())
+    misnamed = "key" if key_param == "keys" else "keys"
+    if any(p.name == misnamed for p in params):  # it would get the record(s) instead
+        kind = "a batch handler gets its keys" if key_param == "keys" else "a handler gets its key"
+        raise ConfigError(f"handler {name}: {kind} as {key_param!r}, not {misnamed!r}")
     for p in params:
         if p.kind is p.KEYWORD_ONLY and p.default is p.empty and p.name != key_param:
             raise ConfigError(
@@ -148,6 +155,44 @@ def _positional(func: Callable[..., Any], name: str, key_param: str) -> list[ins
             )
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return [p for p in params if p.kind in positional and p.name != key_param]
+
+
+def _check_callable(
+    func: Callable[..., Any], name: str, positional: int, key_param: str | None
+) -> None:
+    """ConfigError if ``func`` cannot take the call the wrapper makes: ``positional`` arguments
+    and ``key_param`` by name (e.g. ``def h(key, value)``: the value would fill ``key``)."""
+    try:
+        inspect.signature(func).bind(*range(positional), **({key_param: None} if key_param else {}))
+    except TypeError as exc:
+        how = f" and {key_param}= by name ({key_param} goes after them)" if key_param else ""
+        raise ConfigError(
+            f"handler {name}: cannot be called with {positional} argument(s) by position{how}: "
+            f"{exc}"
+        ) from None
+
+
+def _output_topic(output: object, name: str, topics: tuple[str, ...]) -> str | None:
+    """``output=``: None or one topic name other than ``topics``; ConfigError naming the
+    handler otherwise (an empty name would fall through to a failure per record, a list to a
+    TypeError at start, a consumed topic to a loop that never goes idle)."""
+    if output is None:
+        return None
+    if not isinstance(output, str):
+        raise ConfigError(
+            f"handler {name}: output={output!r}: give one topic name (return "
+            "Out(..., topic=...) to write to several)"
+        )
+    try:
+        check_topic(output)
+    except ValueError as exc:
+        raise ConfigError(f"handler {name}: output={output!r}: {exc}") from None
+    if output in topics:
+        raise ConfigError(
+            f"handler {name}: output={output!r} is a topic it consumes: every output would be "
+            "consumed again, without end (return Out(..., topic=...) to write some back)"
+        )
+    return output
 
 
 def _is_async(func: Callable[..., Any]) -> bool:

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
-from lagless.app.codecs import Encoder, plain
+from lagless.app.codecs import EncodeError, Encoder, plain
 from lagless.engine.retry import check_result
 from lagless.engine.topics import check_topics_exist
 from lagless.errors import ConfigError, LaglessError
@@ -110,9 +110,28 @@ def outgoing(result: object, input_key: bytes | None, target: Target) -> list[Ou
                 "give output=TOPIC or return Out(..., topic=TOPIC)"
             )
         key = input_key if one.key is INPUT_KEY else target.key(one.key, topic)
-        headers = list(one.headers.items()) if isinstance(one.headers, Mapping) else one.headers
-        out.append(Outgoing(topic, key, target.value(one.value, topic), list(headers or [])))
+        headers = _headers(one.headers, topic)
+        out.append(Outgoing(topic, key, target.value(one.value, topic), headers))
     return out
+
+
+def _headers(given: Headers | None, topic: str) -> list[tuple[str, HeaderValue]]:
+    """``Out.headers`` as pairs; EncodeError for one the producer would refuse, found before
+    any output of the record is produced (a refusal midway would have written the outputs
+    before it on every attempt)."""
+    pairs: list[Any] = list(given.items()) if isinstance(given, Mapping) else list(given or ())
+    for pair in pairs:
+        ok = isinstance(pair, tuple | list) and len(pair) == 2 and isinstance(pair[0], str)
+        if not ok:
+            raise EncodeError(
+                f"output header {pair!r:.100} for {topic}: give a dict or (name, value) pairs"
+            )
+        if not (pair[1] is None or isinstance(pair[1], str | bytes)):
+            raise EncodeError(
+                f"output header {pair[0]!r} for {topic} is {type(pair[1]).__name__}: a header "
+                "value is str, bytes or None"
+            )
+    return [(str(name), value) for name, value in pairs]
 
 
 class _Pending:

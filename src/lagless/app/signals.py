@@ -12,17 +12,22 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 @contextlib.contextmanager
 def stop_on_signals(
-    stopping: Callable[[], bool], stop: Callable[[], None], hurry: Callable[[], None]
+    stopping: Callable[[], bool],
+    stop: Callable[[], None],
+    hurry: Callable[[], None],
+    signals: Sequence[signal.Signals] = STOP_SIGNALS,
 ) -> Iterator[None]:
-    """While the block runs: a signal calls ``stop``, or ``hurry`` once ``stopping()`` is true.
-    Only from the main thread (where Python delivers signals); elsewhere the block runs
-    without handlers."""
+    """While the block runs: one of ``signals`` calls ``stop``, or ``hurry`` once
+    ``stopping()`` is true. Only from the main thread (where Python delivers signals);
+    elsewhere the block runs without handlers."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -33,9 +38,18 @@ def stop_on_signals(
         else:
             stop()
 
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous = {sig: signal.signal(sig, handle) for sig in signals}
     try:
         yield
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+def unclaimed_signals() -> list[signal.Signals]:
+    """The stop signals still at Python's defaults (SIGTERM terminating the process at once,
+    SIGINT raising KeyboardInterrupt): those an app inside someone's event loop takes over.
+    A handler already set is the loop owner's (``asyncio.run`` cancels its main task on
+    SIGINT, which stops the app too), so it is left alone."""
+    defaults = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
+    return [sig for sig in STOP_SIGNALS if signal.getsignal(sig) == defaults[sig]]

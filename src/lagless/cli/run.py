@@ -33,6 +33,12 @@ def load_app(spec: str) -> App:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ConfigError(f"{spec!r} is not module:attribute (e.g. myservice:app)")
+    if module_name.endswith(".py") or "/" in module_name or os.sep in module_name:
+        dotted = module_name.removesuffix(".py").replace(os.sep, "/").strip("./").replace("/", ".")
+        raise ConfigError(
+            f"{module_name!r} is a file path, not a module name: lagless run {dotted}:{attr} "
+            "(from the directory it is importable from)"
+        )
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
@@ -126,14 +132,16 @@ def run(
         int | None, typer.Option(help="serve /metrics, /healthz and /readyz on this port")
     ] = None,
     metrics_host: Annotated[
-        str,
-        typer.Option(help="address to serve them on; 0.0.0.0 for a Kubernetes probe"),
-    ] = LOCALHOST,
+        str | None,
+        typer.Option(help="address to serve them on (default 127.0.0.1); 0.0.0.0 for a pod"),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="print one JSON object (summary per handler)")
     ] = False,
 ) -> None:
     """Run a lagless.App; consume options given here override every handler's."""
+    if metrics_host is not None and metrics_port is None:
+        raise ConfigError("--metrics-host serves nothing without --metrics-port PORT")
     app = load_app(target)
     overrides: dict[str, Any] = {
         "group": group,
@@ -170,7 +178,7 @@ def run(
     opts = options(ctx)
     given = opts.bootstrap or opts.config or opts.state_dir
     configured = app.configured(settings(ctx) if given else None, **overrides)
-    summaries = configured.run(metrics_port=metrics_port, metrics_host=metrics_host)
+    summaries = configured.run(metrics_port, metrics_host or LOCALHOST)
     if as_json:
         print_json({name: s.to_json() for name, s in summaries.items()})
     else:

@@ -1,0 +1,129 @@
+"""Running a lagless.App as a hostile user would, on the real broker: signals while a slow
+``async def`` handler awaits under ``asyncio.run(app.run_async())``, options given where they
+do nothing, ``lagless run`` targets written as a path. Every finished record is committed once
+its output is acknowledged; an option that would be ignored is one line instead."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+
+import lagless
+from lagless.engine.dlq import H_ERROR
+from lagless.errors import ConfigError
+from lagless.kafka.admin import committed_offsets
+from lagless.testing import TestKafka
+from tests.conftest import LAGLESS
+from tests.integration.engine_helpers import REPO
+
+pytestmark = pytest.mark.integration
+
+APP = "tests.integration.app_helpers.copier:app"
+TIMINGS: dict[str, Any] = {
+    "session_timeout_ms": 6000, "heartbeat_interval_ms": 1500, "until_idle_s": 1.5,
+}  # fmt: skip
+
+
+def test_sigterm_drains_an_app_run_by_asyncio_run(lagless_kafka: TestKafka) -> None:
+    total = 200
+    source, out = lagless_kafka.topic(2), lagless_kafka.topic()
+    lagless_kafka.produce(source, [f"r{i}" for i in range(total)])
+    group = lagless_kafka.group()
+    env = {**os.environ, "LAGLESS_BOOTSTRAP": lagless_kafka.bootstrap, "LAGLESS_TEST_GROUP": group,
+           "LAGLESS_TEST_SOURCE": source, "LAGLESS_TEST_OUT": out,
+           "LAGLESS_TEST_SLEEP_MS": "2000"}  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.app_helpers.async_copier"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not lagless_kafka.read(out):  # the first 50 are done, the next ones await 2 s
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr  # drained and returned, not killed by the signal
+    processed = json.loads(stdout)["copy"]["processed"]
+    assert 50 <= processed < total
+    committed = sum(committed_offsets(lagless_kafka.conf, group, [source]).values())
+    outputs = lagless_kafka.read(out)
+    # what was awaiting at the signal finished: committed, its output acknowledged, once
+    assert committed == processed == len(outputs) == len({r.value for r in outputs})
+
+
+def test_a_bad_output_header_writes_none_of_the_records_outputs(lagless_kafka: TestKafka) -> None:
+    source, out, dlq = lagless_kafka.topic(), lagless_kafka.topic(), lagless_kafka.topic()
+    lagless_kafka.produce(source, ["a"])
+    app = lagless.App(group=lagless_kafka.group(), **TIMINGS)
+
+    @app.handler(source, value=str, output=out, dlq=dlq, retries=2, retry_backoff_s=0.05)
+    def tagged(text: str) -> list[lagless.Out]:
+        return [lagless.Out(value="good"), lagless.Out(value="bad", headers={"n": 5})]
+
+    summary = app.configured(lagless_kafka.settings).run()["tagged"]
+    assert (summary.ok, summary.dlq) == (0, 1)
+    [letter] = lagless_kafka.read(dlq, count=1)
+    reason = (letter.header(H_ERROR) or b"").decode()
+    assert "header 'n'" in reason and "int" in reason, reason
+    assert lagless_kafka.read(out) == []  # no attempt wrote its first output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["tests/integration/app_helpers/copier.py:app"],
+         "is a file path, not a module name: lagless run tests.integration.app_helpers.copier:app"),
+        (["./tests/integration/app_helpers/copier:app"],
+         "is a file path, not a module name: lagless run tests.integration.app_helpers.copier:app"),
+        ([APP, "--metrics-host", "0.0.0.0", "--until-idle", "1"],
+         "--metrics-host serves nothing without --metrics-port PORT"),
+    ],
+)  # fmt: skip
+def test_lagless_run_refuses_a_path_and_an_option_it_would_ignore(
+    lagless_kafka: TestKafka, args: list[str], message: str
+) -> None:
+    done = subprocess.run(
+        [LAGLESS, "-b", lagless_kafka.bootstrap, "run", *args],
+        capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_a_metrics_host_without_a_port_is_refused_before_joining(lagless_kafka: TestKafka) -> None:
+    app = lagless.App(group=lagless_kafka.group(), **TIMINGS)
+
+    @app.handler(lagless_kafka.topic(), on_failure="stop")
+    def noop(value: bytes) -> None: ...
+
+    with pytest.raises(ConfigError, match=r"metrics_host='0\.0\.0\.0' serves nothing without"):
+        app.configured(lagless_kafka.settings).run(metrics_host="0.0.0.0")
+
+
+def test_stop_asked_while_the_app_is_starting_stops_it(lagless_kafka: TestKafka) -> None:
+    source = lagless_kafka.topic()
+    lagless_kafka.produce(source, ["a"])
+    app = lagless.App(group=lagless_kafka.group(), **{**TIMINGS, "until_idle_s": None})
+
+    @app.handler(source, on_failure="stop")
+    def noop(value: bytes) -> None: ...
+
+    configured = app.configured(lagless_kafka.settings)
+    runs = threading.Thread(target=configured.run)
+    runs.start()
+    while not configured.health["handlers"] and runs.is_alive():
+        configured.stop()  # from another thread, as embedding code would, while it starts
+        time.sleep(0.01)
+    runs.join(30)
+    stuck = runs.is_alive()
+    configured.stop()  # let it end if the stop asked while starting was lost
+    runs.join(60)
+    assert not stuck  # the stop asked while it started was not dropped
