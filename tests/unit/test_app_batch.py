@@ -91,8 +91,12 @@ def test_batch_registration_and_overrides() -> None:
     batch, single = app.engine_configs()
     assert (batch.batch_size, batch.batch_linger_ms, single.batch_size) == (5, 20, None)
     assert spec_of(app).batch is False and app.specs[0].is_async
+    mixed = app.configured(batch_size=50).engine_configs()  # the batch handlers' option
+    assert [c.batch_size for c in mixed] == [50, None]
+    only_single = lagless.App(group="g")
+    only_single.handler("u", dlq="d")(one)
     with pytest.raises(ConfigError, match="handler one: takes one record at a time"):
-        app.configured(batch_size=50)
+        only_single.configured(batch_size=50)
     only_batch = lagless.App(group="g")
     only_batch.handler("t", batch_size=5, dlq="d")(many)
     assert only_batch.configured(batch_size=50).engine_configs()[0].batch_size == 50

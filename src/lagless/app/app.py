@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from lagless.app.handlers import Codecs, HandlerSpec, layered
+from lagless.app.handlers import BATCH_OPTIONS, Codecs, HandlerSpec, layered
 from lagless.app.health import LOCALHOST
 from lagless.app.outputs import check_outputs_exist
 from lagless.app.runner import Runner
@@ -164,7 +164,14 @@ class App:
         """Each handler's validated engine options, in registration order."""
         if not self.specs:
             raise ConfigError("the app has no handlers: decorate a function with @app.handler")
-        configs = [spec.engine_config(self.group, **self._overrides) for spec in self.specs]
+        overrides = self._overrides
+        per_record = overrides
+        if any(spec.batch for spec in self.specs):  # batch options are the batch handlers'
+            per_record = {k: v for k, v in overrides.items() if k not in BATCH_OPTIONS}
+        configs = [
+            spec.engine_config(self.group, **(overrides if spec.batch else per_record))
+            for spec in self.specs
+        ]
         _one_consumer_per_topic(configs, self.specs)
         return _distinct_instances(configs, [spec.name for spec in self.specs])
 
