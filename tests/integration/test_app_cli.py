@@ -59,6 +59,12 @@ def test_lagless_run_bad_target_is_one_line_and_exit_2(lagless_kafka: TestKafka)
         (["tests.integration.app_helpers.copier:os"], "is module, not a lagless.App"),
         (["justamodule"], "is not module:attribute"),
         ([APP, "--batch-size", "5"], "handler copy: takes one record at a time"),
+        (["tests/integration/app_helpers/copier.py:app"],
+         "is a file path, not a module name: lagless run tests.integration.app_helpers.copier:app"),
+        (["./tests/integration/app_helpers/copier:app"],
+         "is a file path, not a module name: lagless run tests.integration.app_helpers.copier:app"),
+        ([APP, "--metrics-host", "0.0.0.0", "--until-idle", "1"],
+         "--metrics-host serves nothing without --metrics-port PORT"),
     ]:
         done = subprocess.run(
             [LAGLESS, "-b", lagless_kafka.bootstrap, "run", *args],

@@ -21,12 +21,10 @@ from lagless.engine.dlq import H_ERROR
 from lagless.errors import ConfigError
 from lagless.kafka.admin import committed_offsets
 from lagless.testing import TestKafka
-from tests.conftest import LAGLESS
 from tests.integration.engine_helpers import REPO
 
 pytestmark = pytest.mark.integration
 
-APP = "tests.integration.app_helpers.copier:app"
 TIMINGS: dict[str, Any] = {
     "session_timeout_ms": 6000, "heartbeat_interval_ms": 1500, "until_idle_s": 1.5,
 }  # fmt: skip
@@ -74,28 +72,6 @@ def test_a_bad_output_header_writes_none_of_the_records_outputs(lagless_kafka: T
     reason = (letter.header(H_ERROR) or b"").decode()
     assert "header 'n'" in reason and "int" in reason, reason
     assert lagless_kafka.read(out) == []  # no attempt wrote its first output
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["tests/integration/app_helpers/copier.py:app"],
-         "is a file path, not a module name: lagless run tests.integration.app_helpers.copier:app"),
-        (["./tests/integration/app_helpers/copier:app"],
-         "is a file path, not a module name: lagless run tests.integration.app_helpers.copier:app"),
-        ([APP, "--metrics-host", "0.0.0.0", "--until-idle", "1"],
-         "--metrics-host serves nothing without --metrics-port PORT"),
-    ],
-)  # fmt: skip
-def test_lagless_run_refuses_a_path_and_an_option_it_would_ignore(
-    lagless_kafka: TestKafka, args: list[str], message: str
-) -> None:
-    done = subprocess.run(
-        [LAGLESS, "-b", lagless_kafka.bootstrap, "run", *args],
-        capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
-    )  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
 
 
 def test_a_metrics_host_without_a_port_is_refused_before_joining(lagless_kafka: TestKafka) -> None:
