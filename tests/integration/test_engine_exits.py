@@ -123,6 +123,45 @@ def test_a_second_ctrl_c_stops_at_once_with_exit_130(
     assert committed_offsets(cluster.conf, group, [topic]).get((topic, 0), 0) == 0
 
 
+def test_a_second_ctrl_c_cuts_short_a_call_hanging_on_the_poll_thread(
+    cluster: Cluster, make_topic: Callable[..., str], group: str, tmp_path: Path
+) -> None:
+    """A batch handler measured fast runs its calls on the poll thread (engine.inline); when
+    one of them hangs there, the second Ctrl-C still stops at once: exit 130, what finished
+    committed, the hung record not."""
+    topic = make_topic(partitions=1)
+    produce_jobs(cluster.conf, topic, 2000)
+    ledger = tmp_path / "ledger"
+    proc = spawn(
+        consume_cmd(
+            cluster.bootstrap, topic, group, "--handler",
+            "tests.integration.engine_helpers.hostile:note_then_hang_on_the_poll_thread",
+            "--batch-size", "1", "--ordering", "unordered", "--shutdown-budget", "120",
+            "--on-failure", "stop", "--json",
+        ),
+        ledger,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while b"hang" not in (ledger.read_bytes() if ledger.exists() else b""):
+            assert time.monotonic() < deadline and proc.poll() is None, "no call on the poll thread"
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGINT)
+    time.sleep(1.0)
+    assert proc.poll() is None, "the first Ctrl-C waits for the hung call"
+    proc.send_signal(signal.SIGINT)
+    begun = time.monotonic()
+    code, out, err = finish(proc, timeout=30)
+    assert code == 130, err[-2000:]
+    assert time.monotonic() - begun < 15
+    finished = [int(line) for line in ledger.read_text().split() if line != "hang"]
+    assert json.loads(out)["processed"] == len(finished)
+    hung = len(finished)  # batches of one, unordered: every offset below the hung one finished
+    assert sorted(finished) == list(range(hung)), "the calls before the hung one all finished"
+    assert committed_offsets(cluster.conf, group, [topic]).get((topic, 0), 0) == hung
+
+
 def test_the_plain_summary_is_one_line_when_piped(
     cluster: Cluster, make_topic: Callable[..., str], group: str
 ) -> None:

@@ -62,6 +62,10 @@ def run_and_report(engine: Engine, *, as_json: bool) -> int:
         except LaglessError as exc:
             report(engine.summary(), as_json, exc)
             raise
+        except KeyboardInterrupt:  # a second signal cut a handler call on this thread short
+            if not engine.hurried:
+                raise
+            summary = engine.summary()
     report(summary, as_json)
     return EXIT_INTERRUPTED if engine.hurried else 0
 

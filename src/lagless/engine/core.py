@@ -106,6 +106,7 @@ class EngineCore:
         self._commit_failures_logged: set[str] = set()  # kinds logged since the last rebalance
         self._consumer: Consumer | None = None
         self._workers: Workers | None = None
+        self._poll_thread: threading.Thread | None = None  # the one running the loop
         self._chained = False  # a partition's batches in lanes of the workers (see poller)
         self._dlq: DeadLetterQueue | None = None
 

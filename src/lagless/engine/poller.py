@@ -20,6 +20,7 @@ collect in ``completions``, commit in ``committing``, the rebalance callbacks in
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 from confluent_kafka import Consumer, KafkaException
@@ -68,6 +69,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
     def run(self) -> RunSummary:
         """Consume until a stop condition; drain, commit and close. Raises on failure."""
         config = self.config
+        self._poll_thread = threading.current_thread()
         self._timing = Timing(time.monotonic())
         self._workers = make_workers(
             config.processes,
@@ -276,9 +278,21 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
 
     def hurry(self) -> None:
         """Stop at once (a second Ctrl-C): no waiting for in-flight records; what finished
-        is committed, what still runs is abandoned (re-run by the next owner)."""
+        is committed, what still runs is abandoned (re-run by the next owner).
+
+        Called by a signal handler on the poll thread while a batch's first call runs there
+        (see :mod:`lagless.engine.inline`), it raises ``KeyboardInterrupt`` into that call,
+        which the engine raises in turn after committing what finished: a call that hangs
+        cannot hold the stop."""
         self._hurry = True
         self._stop.set()
+        workers = self._workers
+        if (
+            workers is not None
+            and workers.calling_here
+            and threading.current_thread() is self._poll_thread
+        ):
+            raise KeyboardInterrupt
 
     @property
     def hurried(self) -> bool:

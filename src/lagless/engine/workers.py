@@ -65,6 +65,7 @@ class Workers(Protocol):
     task_s: float  # how long one task of a per-record handler should take
     chains: bool  # whether submit takes a lane
     inlined: int  # batches whose first call ran on the submitting thread (see engine.inline)
+    calling_here: bool  # such a call runs now
 
     def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
         """Start a task; with a ``lane`` (only if ``chains``), after the tasks of the lane
@@ -106,6 +107,7 @@ class ThreadWorkers:
         self._completions = completions
         self._pace = InlinePace() if inline else None
         self.inlined = 0
+        self.calling_here = False  # a first call runs in submit now (on the poll thread)
         self._tasks: SimpleQueue[_Task | None] = SimpleQueue()
         self._lanes: dict[Hashable, deque[_Task]] = {}  # running ones
         self._lock = threading.Lock()
@@ -142,7 +144,11 @@ class ThreadWorkers:
         not settle the batch, on a worker thread as a task of its lane."""
         run = BatchRun(self._handler, records, self._policy)
         wall, cpu = time.perf_counter(), time.thread_time()
-        result = run.advance(self._stopping.wait, first_only=True)
+        self.calling_here = True
+        try:
+            result = run.advance(self._stopping.wait, first_only=True)
+        finally:
+            self.calling_here = False
         pace.note(time.perf_counter() - wall, time.thread_time() - cpu)
         self.inlined += 1
         if run.interrupted:  # Ctrl-C on the main thread: the caller's, not the handler's
@@ -236,6 +242,7 @@ class ProcessWorkers:
     task_s = PROCESS_TASK_S
     chains = False
     inlined = 0
+    calling_here = False
 
     def __init__(
         self,
