@@ -335,9 +335,13 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
             self._collect(wait=0.0)
         if not self._stopping and self._consumer is not None:
             self._begin_stopping()
-            try:  # an error ended the loop: still commit what is safe
-                self._commit(list(self._states.values()), sync=True)
+            try:  # an error ended the loop: what finished counts and is committed
+                self._collect(wait=0.0)
             except Exception as exc:  # never mask the error that got us here
+                log.warning("collect after failure: %s", exc)
+            try:
+                self._commit(list(self._states.values()), sync=True)
+            except Exception as exc:
                 log.warning("commit after failure: %s", exc)
         self._closing = True
         if self._workers is not None:

@@ -38,9 +38,10 @@ def note_then_hang(record: Record) -> None:
 def note_then_hang_on_the_poll_thread(records: Sequence[Record]) -> None:
     """A fast batch handler: appends its offsets to ``$LAGLESS_TEST_LEDGER`` at once, until
     it is called on the main thread (the poll thread of ``lagless consume``: see
-    lagless.engine.inline): then it appends ``hang`` and never finishes."""
-    if threading.current_thread() is threading.main_thread():
-        line = b"hang\n"
+    lagless.engine.inline): then it appends ``hang`` and the first offset, and never finishes."""
+    hangs = threading.current_thread() is threading.main_thread()
+    if hangs:
+        line = f"hang {records[0].offset}\n".encode()
     else:
         line = b"".join(f"{r.offset}\n".encode() for r in records)
     fd = os.open(os.environ["LAGLESS_TEST_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -48,5 +49,5 @@ def note_then_hang_on_the_poll_thread(records: Sequence[Record]) -> None:
         os.write(fd, line)
     finally:
         os.close(fd)
-    if line == b"hang\n":
+    if hangs:
         time.sleep(600)
