@@ -179,3 +179,34 @@ def test_the_threshold_is_read_when_deciding(monkeypatch: pytest.MonkeyPatch) ->
     assert not pace.fast
     monkeypatch.setattr(inline, "INLINE_CALL_S", 0.01)
     assert pace.fast
+
+
+def test_a_handler_raising_keyboardinterrupt_off_the_main_thread_is_a_batch_failure() -> None:
+    """Off the main thread no Ctrl-C raises: a KeyboardInterrupt from the handler there is its
+    failure, retried and split on a worker as anywhere else."""
+    out: list[BaseException | Completion] = []
+
+    def submit_in_a_thread() -> None:
+        completions: Queue[object] = Queue()
+        workers = inline_workers(lambda batch: _raise(KeyboardInterrupt()), completions)
+        try:
+            workers.submit(BATCH, 0)
+            done = completions.get(timeout=10)
+            assert isinstance(done, Completion)
+            out.append(done)
+        except BaseException as exc:  # what the test looks at
+            out.append(exc)
+        finally:
+            workers.close(1.0)
+
+    thread = threading.Thread(target=submit_in_a_thread)
+    thread.start()
+    thread.join(30)
+    [done] = out
+    assert isinstance(done, Completion) and done.result is not None
+    assert sorted(done.result.failed) == list(range(len(BATCH))), "every record failed"
+    assert {o.error_class for o in done.result.failed.values()} == {"KeyboardInterrupt"}
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc

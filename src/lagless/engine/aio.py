@@ -116,7 +116,6 @@ class AsyncWorkers:
     task_s = ASYNC_TASK_S
     chains = False
     inlined = 0
-    calling_here = False
 
     def __init__(
         self, handler: Any, batch: bool, policy: RetryPolicy, completions: Queue[object]

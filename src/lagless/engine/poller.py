@@ -40,7 +40,7 @@ from lagless.engine.runs import RunDispatcher
 from lagless.engine.summary import RunSummary, Timing
 from lagless.engine.topics import check_topics_exist
 from lagless.engine.watch import Watching
-from lagless.engine.workers import Workers, make_workers
+from lagless.engine.workers import ThreadWorkers, Workers, make_workers
 from lagless.kafka.clients import make_consumer
 
 __all__ = ["Engine", "ProgressFn"]
@@ -288,10 +288,11 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
         self._stop.set()
         workers = self._workers
         if (
-            workers is not None
+            isinstance(workers, ThreadWorkers)
             and workers.calling_here
             and threading.current_thread() is self._poll_thread
         ):
+            workers.interrupting = True
             raise KeyboardInterrupt
 
     @property

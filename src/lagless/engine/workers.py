@@ -65,7 +65,6 @@ class Workers(Protocol):
     task_s: float  # how long one task of a per-record handler should take
     chains: bool  # whether submit takes a lane
     inlined: int  # batches whose first call ran on the submitting thread (see engine.inline)
-    calling_here: bool  # such a call runs now
 
     def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
         """Start a task; with a ``lane`` (only if ``chains``), after the tasks of the lane
@@ -108,6 +107,7 @@ class ThreadWorkers:
         self._pace = InlinePace() if inline else None
         self.inlined = 0
         self.calling_here = False  # a first call runs in submit now (on the poll thread)
+        self.interrupting = False  # the engine raised KeyboardInterrupt into that call
         self._tasks: SimpleQueue[_Task | None] = SimpleQueue()
         self._lanes: dict[Hashable, deque[_Task]] = {}  # running ones
         self._lock = threading.Lock()
@@ -151,8 +151,8 @@ class ThreadWorkers:
             self.calling_here = False
         pace.note(time.perf_counter() - wall, time.thread_time() - cpu)
         self.inlined += 1
-        if run.interrupted:  # Ctrl-C on the main thread: the caller's, not the handler's
-            raise KeyboardInterrupt
+        if run.interrupted and (self.interrupting or _ctrl_c_raises_here()):
+            raise KeyboardInterrupt  # a Ctrl-C: the caller's, not the handler's failure
         if result is None:
             self._queue((records, epoch, lane, run.advance))
         else:
@@ -192,6 +192,15 @@ class ThreadWorkers:
                         del lanes[lane]
                         break
                     task = behind.popleft()
+
+
+def _ctrl_c_raises_here() -> bool:
+    """Whether a Ctrl-C raises KeyboardInterrupt on this thread (the main thread, SIGINT at
+    Python's default): one caught in a handler call here is then the user's interrupt."""
+    return (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
 
 
 # in a pool process: the engine's "stopping" event and the tasks' progress (see _init_process)
@@ -242,7 +251,6 @@ class ProcessWorkers:
     task_s = PROCESS_TASK_S
     chains = False
     inlined = 0
-    calling_here = False
 
     def __init__(
         self,
