@@ -339,3 +339,25 @@ def test_initial_offset_is_fixed_once_per_reader(
         assert sum(end[topic].values()) - sum(start[topic].values()) == 5
     finally:
         reader.stop()
+
+
+def test_available_now_initial_offset_is_the_target_just_fixed(
+    cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    """Spark fixes an AvailableNow target before it asks for the initial offset: with
+    startingOffsets=latest the query starts at that target (no second end-offset look-up),
+    so records written in between are neither read by this run nor counted in its start."""
+    topic = make_topic(partitions=2)
+    produce_events(cluster.conf, topic, 10, bad_fraction=0.0, prefix="a")
+    options = SourceOptions.parse(
+        {"kafka.bootstrap.servers": cluster.bootstrap, "subscribe": topic}
+    )
+    reader = KafkaStreamReader(options, kafka_schema(include_headers=False))
+    try:
+        reader.prepareForTriggerAvailableNow()
+        produce_events(cluster.conf, topic, 5, bad_fraction=0.0, prefix="b")
+        start = reader.initialOffset()
+        assert sum(start[topic].values()) == 10
+        assert reader.latestOffset(start, ReadAllAvailable()) == start
+    finally:
+        reader.stop()

@@ -74,28 +74,30 @@ def invalid_reason(e: Column, value: Column) -> Column:
 def parse_events(raw: DataFrame) -> DataFrame:
     """Kafka rows -> event columns, source coordinates, ``dlq_error_class``/``dlq_error``
     (null for valid rows), and the original ``key``, ``value`` and ``headers`` of invalid rows
-    (null on valid rows, which do not need them)."""
-    text = F.col("value").cast("string")
-    parsed = F.from_json(text, EVENT_SCHEMA, PARSE_OPTIONS)
+    (null on valid rows, which do not need them).
+
+    One projection over the raw rows, ``from_json`` in it as a common subexpression: Spark
+    keeps ``from_json`` out of whole-stage code generation, so a projection of its own would
+    first copy the parsed event and every raw column (every record's header array included)
+    into an intermediate row, though only dead letters keep key, value and headers."""
+    parsed = F.from_json(F.col("value").cast("string"), EVENT_SCHEMA, PARSE_OPTIONS)
     headers = F.col("headers") if "headers" in raw.columns else F.lit(None)
-    staged = raw.select(
-        F.col("key"),
-        F.col("value"),
-        headers.cast("array<struct<key:string,value:binary>>").alias("headers"),
+    originals = {
+        "key": F.col("key"),
+        "value": F.col("value"),
+        "headers": headers.cast("array<struct<key:string,value:binary>>"),
+    }
+    reason = invalid_reason(parsed, F.col("value"))
+    # Only dead letters carry their key, value and headers on: valid rows are written from
+    # their parsed fields, and the batch is cached (the value is most of a row's bytes).
+    dead = reason.isNotNull()
+    return raw.select(
+        *(F.when(dead, column).alias(name) for name, column in originals.items()),
         F.col("topic").alias("kafka_topic"),
         F.col("partition").alias("kafka_partition"),
         F.col("offset").alias("kafka_offset"),
         F.col("timestamp").alias("kafka_timestamp"),
-        parsed.alias("e"),
-    )
-    reason = invalid_reason(F.col("e"), F.col("value"))
-    # Only dead letters carry their key, value and headers on: valid rows are written from
-    # their parsed fields, and the batch is cached (the value is most of a row's bytes).
-    dead = reason.isNotNull()
-    return staged.select(
-        *(F.when(dead, F.col(name)).alias(name) for name in ("key", "value", "headers")),
-        *SOURCE_COLUMNS,
-        *(F.col("e")[name].alias(name) for name in EVENT_COLUMNS),
+        *(parsed[name].alias(name) for name in EVENT_COLUMNS),
         reason["cls"].alias("dlq_error_class"),
         reason["msg"].alias("dlq_error"),
     )

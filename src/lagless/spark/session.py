@@ -11,7 +11,8 @@
 - Spark binds to 127.0.0.1 (``SPARK_LOCAL_IP``): the host name may resolve to an address
   Spark should not use.
 - Few shuffle partitions, no UI, no console progress bar, UTC session time, Parquet
-  timestamps as UTC microseconds. Any setting can be overridden with ``conf``
+  timestamps as UTC microseconds, cached data not compressed (the pipeline's micro-batch
+  cache lives for one batch). Any setting can be overridden with ``conf``
   (``lagless pipeline run --conf key=value``).
 - Spark's own log goes to stderr at WARN (or the level given) through a small log4j2 file.
 """
@@ -82,6 +83,11 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.sql.streaming.noDataMicroBatches.enabled": "true",
     "spark.python.worker.reuse": "true",
+    # The pipeline caches each micro-batch for its outputs and drops it at the batch's end:
+    # compressing it costs every column a dictionary/run-length pass per value (a hash look-up
+    # per offset, timestamp and id) for memory held a few seconds (the cache spills to disk
+    # if short). Spark's default is true; --conf can set it back.
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
 }
 

@@ -204,9 +204,12 @@ class KafkaStreamReader(_KafkaReading, DataSourceStreamReader, SupportsTriggerAv
 
     def initialOffset(self) -> OffsetJson:  # noqa: N802
         """Where a new query starts, worked out once: Spark asks more than once while it
-        starts a query (each answer would cost the broker round trips again)."""
+        starts a query (each answer would cost the broker round trips again). With
+        AvailableNow the ends just fixed as the target are the latest offsets (Spark fixes
+        the target first): no second look-up."""
         if self._initial is None:
-            self._initial = to_json(self.starting(self.latest(), "latest"))
+            latest = self._target if self._target is not None else self.latest()
+            self._initial = to_json(self.starting(latest, "latest"))
         return self._initial
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
