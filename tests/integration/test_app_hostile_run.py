@@ -12,15 +12,18 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import lagless
+from lagless.app.runner import HURRY_GRACE_S
 from lagless.engine.dlq import H_ERROR
 from lagless.errors import ConfigError
 from lagless.kafka.admin import committed_offsets
 from lagless.testing import TestKafka
+from tests.conftest import LAGLESS
 from tests.integration.engine_helpers import REPO
 
 pytestmark = pytest.mark.integration
@@ -55,6 +58,40 @@ def test_sigterm_drains_an_app_run_by_asyncio_run(lagless_kafka: TestKafka) -> N
     outputs = lagless_kafka.read(out)
     # what was awaiting at the signal finished: committed, its output acknowledged, once
     assert committed == processed == len(outputs) == len({r.value for r in outputs})
+
+
+def test_a_second_signal_leaves_a_handler_hanging_on_its_poll_thread_behind(
+    lagless_kafka: TestKafka, tmp_path: Path
+) -> None:
+    """A fast batch handler runs its calls on its engine's poll thread (engine.inline); when one
+    hangs there, the second Ctrl-C still ends ``lagless run``: the app waits HURRY_GRACE_S for
+    the engine, names it, and exits 130."""
+    source = lagless_kafka.topic()
+    lagless_kafka.produce(source, [f"r{i}" for i in range(2000)])
+    ledger = tmp_path / "ledger"
+    env = {**os.environ, "LAGLESS_TEST_GROUP": lagless_kafka.group(),
+           "LAGLESS_TEST_SOURCE": source, "LAGLESS_TEST_LEDGER": str(ledger)}  # fmt: skip
+    proc = subprocess.Popen(
+        [LAGLESS, "-b", lagless_kafka.bootstrap, "run", "tests.integration.app_helpers.hanging:app",
+         "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while b"hang" not in (ledger.read_bytes() if ledger.exists() else b""):
+            assert time.monotonic() < deadline and proc.poll() is None, "no call on the poll thread"
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGINT)
+    time.sleep(1.0)
+    assert proc.poll() is None, "the first Ctrl-C waits for the hung call"
+    proc.send_signal(signal.SIGINT)
+    begun = time.monotonic()
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr[-2000:]
+    assert time.monotonic() - begun < HURRY_GRACE_S + 10
+    assert "handler note did not stop" in stderr, stderr[-2000:]
+    assert json.loads(stdout)["note"]["processed"] <= 2000 - 1, "the hung record never finished"
 
 
 def test_a_bad_output_header_writes_none_of_the_records_outputs(lagless_kafka: TestKafka) -> None:

@@ -26,6 +26,10 @@ from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
+# after a second signal, how long an engine may take to stop before the app leaves it behind
+# (its poll thread held by a handler call that hangs: see lagless.engine.inline)
+HURRY_GRACE_S = 5.0
+
 
 def output_producer(conf: Mapping[str, Any], spec: HandlerSpec) -> OutputProducer:
     """``spec``'s output producer; ConfigError naming the handler for a bad ``output_conf``."""
@@ -64,6 +68,7 @@ class Runner:
         self._producers: list[OutputProducer] = []
         self._server: WSGIServer | None = None
         self._finished = False
+        self._hurried_at: float | None = None
 
     def start(self) -> None:
         try:
@@ -78,8 +83,11 @@ class Runner:
                     stop=self.stop_event,
                 )
                 self._engines[spec.name] = engine
-                thread = threading.Thread(
-                    target=self._run, args=(spec.name, engine), name=f"lagless-app-{spec.name}"
+                thread = threading.Thread(  # a daemon: one left behind must not hold the exit
+                    target=self._run,
+                    args=(spec.name, engine),
+                    name=f"lagless-app-{spec.name}",
+                    daemon=True,
                 )
                 self._threads.append(thread)
             if self._metrics_port is not None:
@@ -128,8 +136,11 @@ class Runner:
             self._running[name] = False
 
     def hurry(self) -> None:
-        """Stop every engine at once: no waiting for in-flight records (a second signal)."""
+        """Stop every engine at once: no waiting for in-flight records (a second signal).
+        An engine still running :data:`HURRY_GRACE_S` later is left behind (see :meth:`join`)."""
         self.stop_event.set()
+        if self._hurried_at is None:
+            self._hurried_at = time.monotonic()
         for engine in self._engines.values():
             engine.hurry()
 
@@ -142,11 +153,16 @@ class Runner:
         return any(t.is_alive() for t in self._threads)
 
     def join(self, timeout: float | None = None) -> bool:
-        """Wait for every engine to end (in short steps: signals get through); True if all did."""
+        """Wait for every engine to end (in short steps: signals get through); True if all did.
+        After a second signal, no longer than :data:`HURRY_GRACE_S`."""
         deadline = None if timeout is None else time.monotonic() + timeout
         for thread in self._threads:
             while thread.is_alive():
-                if deadline is not None and time.monotonic() >= deadline:
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    return False
+                hurried = self._hurried_at
+                if hurried is not None and now - hurried >= HURRY_GRACE_S:
                     return False
                 thread.join(0.1)
         return True
@@ -164,6 +180,15 @@ class Runner:
         """Stop, wait, flush and close; each handler's summary, or the first failure."""
         self.stop_event.set()
         self.join()
+        for spec, thread in zip(self._specs, self._threads, strict=False):
+            if thread.is_alive():  # hurried, and still in a handler call: left behind
+                log.error(
+                    "handler %s did not stop within %.0f s of the second signal (a handler "
+                    "call hangs on its poll thread): left behind, its finished records "
+                    "not committed since its last commit",
+                    spec.name, HURRY_GRACE_S,
+                )  # fmt: skip
+                self.summaries[spec.name] = self._engines[spec.name].summary()
         self._close()
         if self._errors:
             raise self._errors[0]
