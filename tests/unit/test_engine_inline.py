@@ -11,6 +11,7 @@ from queue import Queue
 import pytest
 
 from lagless.engine import inline
+from lagless.engine import workers as workers_module
 from lagless.engine.batch import BatchRun, run_batch
 from lagless.engine.inline import InlinePace
 from lagless.engine.record import Record
@@ -154,16 +155,24 @@ def test_a_slow_or_waiting_handler_stays_on_the_worker_threads() -> None:
     assert workers.inlined == 0
 
 
-def test_ctrl_c_in_a_call_on_the_poll_thread_is_raised_not_retried() -> None:
+@pytest.mark.parametrize("how", ["engine", "default-sigint"])
+def test_ctrl_c_in_a_call_on_the_poll_thread_is_raised_not_retried(
+    how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``engine``: the engine's second-signal interrupt (Engine.hurry); ``default-sigint``: the
+    main thread with SIGINT at Python's default (a library user's Ctrl-C)."""
     calls = 0
+    completions: Queue[object] = Queue()
 
     def handle(batch: Sequence[Record]) -> None:
         nonlocal calls
         calls += 1
+        if how == "engine":
+            workers.interrupting = True
         raise KeyboardInterrupt
 
-    completions: Queue[object] = Queue()
     workers = inline_workers(handle, completions)
+    monkeypatch.setattr(workers_module, "_ctrl_c_raises_here", lambda: how == "default-sigint")
     try:
         with pytest.raises(KeyboardInterrupt):
             workers.submit(BATCH, 0)
