@@ -117,6 +117,7 @@ class AsyncWorkers:
     chains = False
     inlined = 0
     calling_here = False
+    cut_short = False
 
     def __init__(
         self, handler: Any, batch: bool, policy: RetryPolicy, completions: Queue[object]

@@ -292,6 +292,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
             and workers.calling_here
             and threading.current_thread() is self._poll_thread
         ):
+            workers.cut_short = True
             raise KeyboardInterrupt
 
     @property

@@ -66,6 +66,7 @@ class Workers(Protocol):
     chains: bool  # whether submit takes a lane
     inlined: int  # batches whose first call ran on the submitting thread (see engine.inline)
     calling_here: bool  # such a call runs now
+    cut_short: bool  # the engine raised KeyboardInterrupt into it (a second Ctrl-C)
 
     def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
         """Start a task; with a ``lane`` (only if ``chains``), after the tasks of the lane
@@ -108,6 +109,7 @@ class ThreadWorkers:
         self._pace = InlinePace() if inline else None
         self.inlined = 0
         self.calling_here = False  # a first call runs in submit now (on the poll thread)
+        self.cut_short = False  # Engine.hurry raised KeyboardInterrupt into it
         self._tasks: SimpleQueue[_Task | None] = SimpleQueue()
         self._lanes: dict[Hashable, deque[_Task]] = {}  # running ones
         self._lock = threading.Lock()
@@ -151,8 +153,8 @@ class ThreadWorkers:
             self.calling_here = False
         pace.note(time.perf_counter() - wall, time.thread_time() - cpu)
         self.inlined += 1
-        if run.interrupted:  # Ctrl-C on the main thread: the caller's, not the handler's
-            raise KeyboardInterrupt
+        if run.interrupted and (self.cut_short or _ctrl_c_raises_here()):
+            raise KeyboardInterrupt  # Ctrl-C: the caller's, not the handler's failure
         if result is None:
             self._queue((records, epoch, lane, run.advance))
         else:
@@ -192,6 +194,18 @@ class ThreadWorkers:
                         del lanes[lane]
                         break
                     task = behind.popleft()
+
+
+def _ctrl_c_raises_here() -> bool:
+    """Whether Ctrl-C raises KeyboardInterrupt on this thread (the main one, SIGINT left at
+    Python's default): a KeyboardInterrupt out of a call here may then be a Ctrl-C, not the
+    handler's own. Elsewhere (``lagless consume`` and the App handle SIGINT; the engine runs
+    on another thread) only :meth:`lagless.engine.poller.Engine.hurry` raises one into a
+    call: a handler's own KeyboardInterrupt fails its batch, as on a worker thread."""
+    return (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
 
 
 # in a pool process: the engine's "stopping" event and the tasks' progress (see _init_process)
@@ -243,6 +257,7 @@ class ProcessWorkers:
     chains = False
     inlined = 0
     calling_here = False
+    cut_short = False
 
     def __init__(
         self,
