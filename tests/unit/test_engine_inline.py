@@ -10,12 +10,13 @@ from queue import Queue
 
 import pytest
 
-from lagless.engine import inline
+from lagless.engine import EngineConfig, inline
 from lagless.engine.batch import BatchRun, run_batch
 from lagless.engine.inline import InlinePace
 from lagless.engine.record import Record
 from lagless.engine.retry import RetryPolicy, TaskResult
 from lagless.engine.workers import Completion, ThreadWorkers
+from lagless.errors import ConfigError
 
 POLICY = RetryPolicy(retries=2, backoff_s=0.001, backoff_max_s=0.001)
 
@@ -179,3 +180,14 @@ def test_the_threshold_is_read_when_deciding(monkeypatch: pytest.MonkeyPatch) ->
     assert not pace.fast
     monkeypatch.setattr(inline, "INLINE_CALL_S", 0.01)
     assert pace.fast
+
+
+def test_inline_false_without_a_batch_size_is_refused_not_ignored() -> None:
+    """``--no-inline`` means nothing to a per-record handler: a ConfigError, as for the
+    batch linger (``lagless consume --no-inline`` without ``--batch-size``)."""
+    with pytest.raises(ConfigError, match=r"inline=False \(--no-inline\) applies only"):
+        EngineConfig.build(topics=("t",), group="g", on_failure="stop", inline=False)
+    batch = EngineConfig.build(
+        topics=("t",), group="g", on_failure="stop", batch_size=5, inline=False
+    )
+    assert batch.inline is False
