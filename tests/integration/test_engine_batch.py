@@ -231,6 +231,57 @@ def test_a_failing_record_in_a_batch_goes_to_the_dlq_alone_and_the_rest_is_commi
     assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): 60}
 
 
+@pytest.mark.parametrize("kind", [KeyboardInterrupt, SystemExit])
+def test_a_batch_handler_raising_keyboard_interrupt_itself_on_the_poll_thread_is_its_failure(
+    cluster: Cluster,
+    make_topic: Callable[..., str],
+    group: str,
+    kind: type[BaseException],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A handler's own KeyboardInterrupt (or SystemExit) fails its batch as on a worker
+    thread (retries, split, the DLQ): it is no Ctrl-C, even in a call on the poll thread. The
+    engine runs where Ctrl-C would not raise KeyboardInterrupt (as under ``lagless consume``
+    and the App, which handle SIGINT themselves)."""
+    topic = make_topic(partitions=1)
+    dlq = make_topic(partitions=1)
+    ids = produce_jobs(cluster.conf, topic, 60, sleep_ms=(0, 1))
+    poison = ids[47]  # past the first batches, which run on threads before a pace is known
+    poison_calls: list[bool] = []  # per call holding the poison: on the poll thread?
+    done: list[str] = []
+
+    def handle(records: Sequence[Record]) -> None:
+        if any(record_id(r) == poison for r in records):
+            poison_calls.append(threading.current_thread().name == "test-poll")
+            raise kind("the handler's own")
+        done.extend(record_id(r) for r in records)
+
+    every_measured_call_fast(monkeypatch)
+    config = engine_config(
+        topic, group, dlq_topic=dlq, batch_size=10, batch_linger_ms=50, retries=1,
+        retry_backoff_s=0.01,
+    )  # fmt: skip
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(run_engine(cluster.conf, config, handle))
+        except BaseException as exc:  # the test asserts there is none
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, name="test-poll")
+    thread.start()
+    thread.join(60)
+    summary = outcome[0]
+    assert not isinstance(summary, BaseException), f"the engine raised {summary!r}"
+    assert poison_calls[0], "the poison's batch first ran on the poll thread"
+    assert_exactly_once(Counter(done), [i for i in ids if i != poison])
+    assert (summary.processed, summary.ok, summary.dlq) == (60, 59, 1)
+    letters = list(read_all(cluster.conf, dlq))
+    assert [header(m, ID_HEADER) for m in letters] == [poison.encode()], "the poison alone"
+    assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): 60}
+
+
 PARTITIONS = 3
 MAX_PENDING = 10
 

@@ -10,13 +10,14 @@ from queue import Queue
 
 import pytest
 
-from lagless.engine import inline
+from lagless.engine import EngineConfig, inline
 from lagless.engine import workers as workers_module
 from lagless.engine.batch import BatchRun, run_batch
 from lagless.engine.inline import InlinePace
 from lagless.engine.record import Record
 from lagless.engine.retry import RetryPolicy, TaskResult
 from lagless.engine.workers import Completion, ThreadWorkers
+from lagless.errors import ConfigError
 
 POLICY = RetryPolicy(retries=2, backoff_s=0.001, backoff_max_s=0.001)
 
@@ -219,3 +220,14 @@ def test_a_handler_raising_keyboardinterrupt_off_the_main_thread_is_a_batch_fail
 
 def _raise(exc: BaseException) -> None:
     raise exc
+
+
+def test_inline_false_without_a_batch_size_is_refused_not_ignored() -> None:
+    """``--no-inline`` means nothing to a per-record handler: a ConfigError, as for the
+    batch linger (``lagless consume --no-inline`` without ``--batch-size``)."""
+    with pytest.raises(ConfigError, match=r"inline=False \(--no-inline\) applies only"):
+        EngineConfig.build(topics=("t",), group="g", on_failure="stop", inline=False)
+    batch = EngineConfig.build(
+        topics=("t",), group="g", on_failure="stop", batch_size=5, inline=False
+    )
+    assert batch.inline is False

@@ -22,7 +22,7 @@ from lagless.engine.config import check_topic
 from lagless.errors import ConfigError
 
 AsyncHandler = Callable[[Record], Coroutine[Any, Any, None]]
-BATCH_OPTIONS = ("batch_size", "batch_linger_ms")
+BATCH_OPTIONS = ("batch_size", "batch_linger_ms", "inline")
 
 
 @dataclass(frozen=True)
@@ -103,10 +103,11 @@ class HandlerSpec:
     def engine_config(self, app_group: str, /, **overrides: Any) -> EngineConfig:
         """This handler's engine options (``overrides`` win); ConfigError if invalid."""
         given = {k: v for k, v in overrides.items() if v is not None}
-        if not self.batch and any(k in given for k in BATCH_OPTIONS):
+        batch_only = [k for k in BATCH_OPTIONS if k in given]
+        if not self.batch and batch_only:
             raise ConfigError(
-                f"handler {self.name}: takes one record at a time; batch_size applies to batch "
-                "handlers (registered with @app.handler(..., batch_size=N))"
+                f"handler {self.name}: takes one record at a time; {', '.join(batch_only)} "
+                "applies to batch handlers (registered with @app.handler(..., batch_size=N))"
             )
         values = layered(self.options, given)
         values.setdefault("group", app_group)

@@ -237,8 +237,8 @@ class BatchRun:
 
     @property
     def interrupted(self) -> bool:
-        """The first call was interrupted by Ctrl-C (a KeyboardInterrupt on the main thread):
-        not the handler's failure, the caller's to raise."""
+        """The first call raised KeyboardInterrupt: a Ctrl-C (the caller's to raise, not the
+        handler's failure) or the handler's own (its failure); the caller tells which."""
         answer = self._answer
         return isinstance(answer, _Call) and isinstance(answer.raised, KeyboardInterrupt)
 

@@ -152,6 +152,8 @@ class EngineConfig(BaseModel):
             raise ValueError("max poll interval must be at least the session timeout")
         if self.batch_size is None and self.batch_linger_ms:
             raise ValueError("batch linger applies only with a batch size")
+        if self.batch_size is None and not self.inline:
+            raise ValueError("inline=False (--no-inline) applies only with a batch size")
         if self.batch_size is not None and self.batch_size > self.max_pending:
             raise ValueError(
                 f"batch size {self.batch_size} exceeds max pending {self.max_pending}: "
