@@ -297,7 +297,8 @@ def test_sigkill_mid_batch_then_restart_loses_nothing(
     ordering: str,
     pace: str,
 ) -> None:
-    """``fast``: jobs of 0 ms, so batches make their first call on the poll thread."""
+    """``fast``: jobs of 0 ms, so batches make their first call on the poll thread; at that
+    rate the duplicates are checked to be exactly the records above the commit at the kill."""
     topic = make_topic(partitions=PARTITIONS)
     fast = pace == "fast"
     ids = produce_jobs(
@@ -312,7 +313,7 @@ def test_sigkill_mid_batch_then_restart_loses_nothing(
     )  # fmt: skip
     summary = kill_and_restart(
         cluster.conf, cmd, ids, tmp_path, topic=topic, group=group, kill_after=100,
-        duplicates_bound=PARTITIONS * MAX_PENDING,
+        duplicates_bound=None if fast else PARTITIONS * MAX_PENDING,
     )  # fmt: skip
     assert (summary["inline_batches"] > 0) is fast, summary
 

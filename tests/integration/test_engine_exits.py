@@ -135,7 +135,7 @@ def test_a_second_ctrl_c_cuts_short_a_call_hanging_on_the_poll_thread(
     proc = spawn(
         consume_cmd(
             cluster.bootstrap, topic, group, "--handler",
-            "tests.integration.engine_helpers.hostile:note_then_hang_on_the_poll_thread",
+            "tests.integration.engine_helpers.poll_thread:note_then_hang_on_the_poll_thread",
             "--batch-size", "1", "--ordering", "unordered", "--shutdown-budget", "120",
             "--on-failure", "stop", "--json",
         ),
