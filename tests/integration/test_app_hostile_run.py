@@ -24,7 +24,7 @@ from lagless.errors import ConfigError
 from lagless.kafka.admin import committed_offsets
 from lagless.testing import TestKafka
 from tests.conftest import LAGLESS
-from tests.integration.engine_helpers import REPO
+from tests.integration.engine_helpers import REPO, ctrl_c_twice, hung_yet
 
 pytestmark = pytest.mark.integration
 
@@ -76,20 +76,10 @@ def test_a_second_signal_leaves_a_handler_hanging_on_its_poll_thread_behind(
          "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env,
     )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while b"hang" not in (ledger.read_bytes() if ledger.exists() else b""):
-            assert time.monotonic() < deadline and proc.poll() is None, "no call on the poll thread"
-            time.sleep(0.05)
-    finally:
-        proc.send_signal(signal.SIGINT)
-    time.sleep(1.0)
-    assert proc.poll() is None, "the first Ctrl-C waits for the hung call"
-    proc.send_signal(signal.SIGINT)
-    begun = time.monotonic()
-    stdout, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 130, stderr[-2000:]
-    assert time.monotonic() - begun < HURRY_GRACE_S + 10
+    code, stdout, stderr = ctrl_c_twice(
+        proc, lambda: hung_yet(ledger), limit_s=HURRY_GRACE_S + 10
+    )
+    assert code == 130, stderr[-2000:]
     assert "handler note did not stop" in stderr, stderr[-2000:]
     assert json.loads(stdout)["note"]["processed"] <= 2000 - 1, "the hung record never finished"
 

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,6 +161,34 @@ def wait_for_lines(path: Path, n: int, timeout: float) -> int:
             break
         time.sleep(0.05)
     return lines
+
+
+def hung_yet(ledger: Path) -> bool:
+    """Whether a handler of ``poll_thread`` hangs now (it noted ``hang`` in ``ledger``). Here,
+    not there: importing that module makes every batch handler of the process inline."""
+    return ledger.exists() and b"hang" in ledger.read_bytes()
+
+
+def ctrl_c_twice(
+    proc: subprocess.Popen[str], ready: Callable[[], bool], limit_s: float = 15.0
+) -> tuple[int, str, str]:
+    """Once ``ready()`` (within 60 s, ``proc`` running), Ctrl-C ``proc``: the first must not stop
+    it within a second (it waits for what runs), the second within ``limit_s``; what it ended
+    with (returncode, stdout, stderr)."""
+    try:
+        deadline = time.monotonic() + 60
+        while not ready():
+            assert time.monotonic() < deadline and proc.poll() is None, "never ready"
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGINT)
+    time.sleep(1.0)
+    assert proc.poll() is None, "the first Ctrl-C waits for what runs"
+    proc.send_signal(signal.SIGINT)
+    begun = time.monotonic()
+    code, out, err = finish(proc, timeout=30)
+    assert time.monotonic() - begun < limit_s, "the second Ctrl-C stops at once"
+    return code, out, err
 
 
 def finish(proc: subprocess.Popen[str], timeout: float) -> tuple[int, str, str]:

@@ -16,6 +16,17 @@ inline.INLINE_CALL_S = 10.0
 inline.BUSY_SHARE = 0.0
 
 
+def note_or_hang(line: bytes, hangs: bool) -> None:
+    """Append ``line`` to ``$LAGLESS_TEST_LEDGER``; then, if ``hangs``, never return."""
+    fd = os.open(os.environ["LAGLESS_TEST_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+    if hangs:
+        time.sleep(600)
+
+
 def note_then_hang_on_the_poll_thread(records: Sequence[Record]) -> None:
     """A fast batch handler: appends its offsets to ``$LAGLESS_TEST_LEDGER`` at once, until
     it is called on the main thread (the poll thread of ``lagless consume``: see
@@ -25,10 +36,4 @@ def note_then_hang_on_the_poll_thread(records: Sequence[Record]) -> None:
         line = f"hang {records[0].offset}\n".encode()
     else:
         line = b"".join(f"{r.offset}\n".encode() for r in records)
-    fd = os.open(os.environ["LAGLESS_TEST_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
-    if hangs:
-        time.sleep(600)
+    note_or_hang(line, hangs)
