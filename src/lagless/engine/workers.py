@@ -178,9 +178,13 @@ class ThreadWorkers:
             lane = task[2]
             while True:
                 records, epoch, _, rest = task
-                wall, cpu = perf(), thread_time()
-                result = run(handler, records, policy, wait) if rest is None else rest(wait)
-                if pace is not None and rest is None:
+                if rest is not None:  # the rest of a batch whose first call ran inline
+                    result = rest(wait)
+                elif pace is None:  # nothing to measure (no inline path)
+                    result = run(handler, records, policy, wait)
+                else:
+                    wall, cpu = perf(), thread_time()
+                    result = run(handler, records, policy, wait)
                     pace.note(perf() - wall, thread_time() - cpu)
                 assert result is not None
                 put(Completion(records, epoch, result, stamps=stamps_ms(records)))
