@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,37 @@ def test_batches_are_counted_and_reported_once() -> None:
         (("outcome", "ok"), ("partition", "0"), ("topic", "t")),
     )
     assert samples[key] == 90
+
+
+def test_the_final_pass_waits_for_a_report_the_listener_is_delivering() -> None:
+    """The listener thread claims batch 0's report and is still in ``on_batch`` when the run's
+    last pass over ``recentProgress`` sees the same batch: that pass must not return first
+    (a run whose summary counts rows while ``on_batch`` has not heard of them yet)."""
+    delivering, release = threading.Event(), threading.Event()
+    reports: list[BatchReport] = []
+
+    def slow_append(report: BatchReport) -> None:
+        delivering.set()
+        release.wait(5)
+        reports.append(report)
+
+    tracker = ProgressTracker(Metrics(), ["ev"], main_query="ev", kafka={}, on_batch=slow_append)
+    tracker.batch_written(BatchCounts(0, (PartitionCount("t", 0, "ok", 5, None),)))
+    listener = threading.Thread(
+        target=tracker.progress, args=(progress("ev", 0, {"0": 5}, {"0": 5}),)
+    )
+    listener.start()
+    assert delivering.wait(5)
+    final_pass = threading.Thread(
+        target=tracker.progress, args=(progress("ev", 0, {"0": 5}, {"0": 5}),)
+    )
+    final_pass.start()
+    final_pass.join(0.3)
+    assert final_pass.is_alive()  # waits for the listener's delivery
+    release.set()
+    final_pass.join(5)
+    listener.join(5)
+    assert [r.input_rows for r in reports] == [5]
 
 
 def test_short_error_takes_the_lagless_message_from_a_jvm_trace() -> None:

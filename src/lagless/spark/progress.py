@@ -117,7 +117,12 @@ def trigger_ms(progress: Any) -> int:
 
 
 class ProgressTracker:
-    """Shared by the listener thread and the ``foreachBatch`` thread (hence the lock)."""
+    """Shared by the listener thread and the ``foreachBatch`` thread (hence the lock).
+
+    :meth:`progress` runs whole under a second lock: the run's last pass over
+    ``recentProgress`` must not return while the listener thread, having claimed a batch's
+    report, has not yet handed it to ``on_batch``.
+    """
 
     def __init__(
         self,
@@ -137,6 +142,7 @@ class ProgressTracker:
         self.dlq_topic = dlq_topic
         self.on_batch = on_batch
         self._lock = threading.Lock()
+        self._progress_lock = threading.Lock()
         self._batches: dict[int, BatchCounts] = {}
         self._reported: set[int] = set()
         self._ends: dict[str, PartitionOffsets] = {}
@@ -176,9 +182,13 @@ class ProgressTracker:
     # -- from the listener (and once more at the end) ----------------------------------------
     def progress(self, progress: Any) -> None:
         """Handle a ``StreamingQueryProgress`` of one of the pipeline's queries."""
-        name = progress.name
-        if name not in self.queries:
+        if progress.name not in self.queries:
             return
+        with self._progress_lock:
+            self._progress(progress)
+
+    def _progress(self, progress: Any) -> None:
+        name = progress.name
         ends: PartitionOffsets = {}
         latest: PartitionOffsets = {}
         for source in progress.sources:
