@@ -36,6 +36,7 @@ from tests.integration.spark_helpers import (
     pipeline_args,
     produce_events,
     spark,
+    wait_mid_batch,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -107,21 +108,6 @@ def test_available_now_run_valid_to_parquet_malformed_to_dlq_offsets_to_group(
     last = timeline[-1]
     assert (last.batches, last.processed, last.dlq) == (3, 1500, len(produced.malformed))
     assert last.commits >= 1 and last.lag_records == 0
-
-
-def wait_mid_batch(checkpoint: Path, proc: subprocess.Popen[bytes], min_batch: int) -> int:
-    """The id of a batch that is planned (offsets/N) but not finished (no commits/N)."""
-    offsets, commits = checkpoint / "events" / "offsets", checkpoint / "events" / "commits"
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the pipeline ended before it could be killed"
-        planned = [int(p.name) for p in offsets.glob("[0-9]*")] if offsets.exists() else []
-        if planned:
-            last = max(planned)
-            if last >= min_batch and not (commits / str(last)).exists():
-                return last
-        time.sleep(0.02)
-    raise AssertionError("no batch in progress within 240 s")
 
 
 def test_killed_mid_batch_and_restarted_writes_each_valid_event_once(

@@ -43,6 +43,14 @@ def setup_logging(verbosity: int) -> None:
     )
     for noisy in ("py4j", "pyspark"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+    logging.getLogger("py4j.clientserver").addFilter(not_a_stopped_batch)
+
+
+def not_a_stopped_batch(record: logging.LogRecord) -> bool:
+    """py4j logs the traceback of every exception a Python callback raises: a micro-batch
+    the user's stop interrupted (``lagless.spark.stopping.BatchInterrupted``) is not an error."""
+    error = record.exc_info[1] if record.exc_info else None
+    return type(error).__name__ != "BatchInterrupted"
 
 
 def options(ctx: typer.Context) -> GlobalOptions:
@@ -95,6 +103,23 @@ def ctrl_c_sets(stop: threading.Event) -> Iterator[threading.Event]:
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
         yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def ctrl_c_stops(stop: threading.Event, now: threading.Event) -> Iterator[None]:
+    """While inside, a first Ctrl-C sets ``stop`` (finish what is in progress), a second sets
+    ``now`` (stop at once), a third raises KeyboardInterrupt (whatever hangs)."""
+
+    def on_sigint(_signum: int, _frame: object) -> None:
+        if now.is_set():
+            raise KeyboardInterrupt
+        (now if stop.is_set() else stop).set()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
     finally:
         signal.signal(signal.SIGINT, previous)
 

@@ -7,13 +7,24 @@ import logging
 import signal
 import threading
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from lagless.cli.common import err_console, interactive, kafka_conf, out_console, print_json
+from lagless.cli.common import (
+    ctrl_c_stops,
+    err_console,
+    interactive,
+    kafka_conf,
+    note,
+    out_console,
+    print_json,
+)
 from lagless.errors import ConfigError, LaglessError
 from lagless.observe.metrics import Metrics
+
+if TYPE_CHECKING:
+    from lagless.spark.pipeline import PipelineSummary
 
 app = typer.Typer(help="The Spark pipeline: Kafka -> PySpark -> Parquet.", no_args_is_help=True)
 
@@ -41,7 +52,11 @@ def run(
         "local[*]"
     ),
     trigger: Annotated[
-        str, typer.Option(help="available-now, or processing-time=5s (until Ctrl-C)")
+        str,
+        typer.Option(
+            help="available-now, or processing-time=5s (until Ctrl-C / SIGTERM: the batch in "
+            "progress finishes; a second Ctrl-C stops at once)"
+        ),
     ] = "available-now",
     max_offsets_per_trigger: Annotated[
         int | None, typer.Option(min=1, help="records per micro-batch (default: all)")
@@ -123,7 +138,7 @@ def run(
         if show:
             err_console.print(report.line(), highlight=False)
 
-    stop = threading.Event()
+    stop, stop_now = threading.Event(), threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         with contextlib.ExitStack() as stack:
@@ -144,16 +159,29 @@ def run(
                 log_level=spark_log_level(),
             )
             try:
-                summary = run_pipeline(
-                    config, spark=spark, metrics=metrics, on_batch=on_batch, stop=stop
-                )
+                with ctrl_c_stops(stop, stop_now):  # after the session: PySpark sets its own
+                    summary = run_pipeline(
+                        config,
+                        spark=spark,
+                        metrics=metrics,
+                        on_batch=on_batch,
+                        stop=stop,
+                        stop_now=stop_now,
+                    )
             finally:
                 spark.stop()
     finally:
         signal.signal(signal.SIGTERM, previous)
     if json_out:
         print_json(summary.to_json())
-        return
+    else:
+        print_summary(summary)
+    if stop_now.is_set():
+        note("stopped at once: the micro-batch in progress runs again at the next start")
+        raise typer.Exit(130)
+
+
+def print_summary(summary: PipelineSummary) -> None:
     out_console.print(
         f"{summary.input_rows:,} records in {summary.batches} batches, "
         f"{summary.seconds:.1f} s ({summary.records_per_s:,.0f} records/s): "

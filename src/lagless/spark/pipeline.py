@@ -52,6 +52,7 @@ from lagless.spark.kafka_conf import java_options
 from lagless.spark.offsets import to_json
 from lagless.spark.progress import BatchReport, PipelineListener, ProgressTracker
 from lagless.spark.session import build_session, check_master
+from lagless.spark.stopping import StopAware, stop_queries
 from lagless.spark.storage import (
     Storage,
     check_writable,
@@ -283,7 +284,11 @@ def prepare_topics(config: PipelineConfig) -> int:
 
 
 def start_query(
-    spark: SparkSession, config: PipelineConfig, tracker: ProgressTracker, raw: RawFactory
+    spark: SparkSession,
+    config: PipelineConfig,
+    tracker: ProgressTracker,
+    raw: RawFactory,
+    stopping: threading.Event,
 ) -> StreamingQuery:
     """The pipeline's one streaming query: Kafka is read once per micro-batch, and every
     output (Parquet, DLQ, aggregates) is written from that batch."""
@@ -309,7 +314,7 @@ def start_query(
         parse_events(raw(spark))
         .writeStream.queryName(config.query_name("events"))
         .option("checkpointLocation", child(config.checkpoint, "events"))
-        .foreachBatch(writer)
+        .foreachBatch(StopAware(writer, stopping))
     )
     query: StreamingQuery = config.parsed_trigger.apply(stream).start()
     return query
@@ -331,9 +336,16 @@ def short_error(exc: BaseException) -> str:
     return first[:400]
 
 
-def wait(queries: list[StreamingQuery], stop: threading.Event | None) -> None:
-    """Until every query ended (available-now), or ``stop`` / Ctrl-C; a failed query stops
-    the others and raises LaglessError."""
+def wait(
+    queries: list[StreamingQuery],
+    stop: threading.Event | None,
+    stop_now: threading.Event | None,
+    stopping: threading.Event,
+) -> None:
+    """Until every query ended (available-now), or ``stop`` / Ctrl-C (then each query stops
+    after its batch in progress, or at once on ``stop_now``:
+    :func:`~lagless.spark.stopping.stop_queries`); a failed query stops the others and raises
+    LaglessError."""
     try:
         while any(q.isActive for q in queries):
             for q in queries:
@@ -346,9 +358,7 @@ def wait(queries: list[StreamingQuery], stop: threading.Event | None) -> None:
     except KeyboardInterrupt:
         log.info("interrupted: stopping the queries")
     finally:
-        for q in queries:
-            if q.isActive:
-                q.stop()
+        stop_queries(queries, stopping, stop_now)
     for q in queries:
         failure = q.exception()
         if failure is not None:
@@ -362,10 +372,13 @@ def run_pipeline(
     metrics: Metrics | None = None,
     on_batch: Callable[[BatchReport], None] | None = None,
     stop: threading.Event | None = None,
+    stop_now: threading.Event | None = None,
     raw: RawFactory | None = None,
 ) -> PipelineSummary:
     """Run the events pipeline until the data available at start is processed
-    (``available-now``) or until ``stop`` is set / Ctrl-C (processing-time trigger).
+    (``available-now``) or until ``stop`` is set / Ctrl-C (processing-time trigger; either
+    lets the batch in progress finish; ``stop_now`` set meanwhile, or a second Ctrl-C,
+    interrupts it: it runs again at the next start).
 
     ``spark``: a session to use (default: one is built for ``config.master`` and stopped at
     the end). ``raw``: another source of Kafka-shaped rows (benchmarks).
@@ -390,14 +403,16 @@ def run_pipeline(
             on_batch=on_batch,
         )
         listener = PipelineListener(tracker)
+        stopping = threading.Event()
         session.streams.addListener(listener)
         try:
             started = time.monotonic()
             try:
-                queries = [start_query(session, config, tracker, raw or kafka_stream(config))]
+                source = raw or kafka_stream(config)
+                queries = [start_query(session, config, tracker, source, stopping)]
             except (CapturedException, Py4JJavaError) as exc:
                 raise LaglessError(f"cannot start the pipeline: {short_error(exc)}") from None
-            wait(queries, stop)
+            wait(queries, stop, stop_now, stopping)
             seconds = time.monotonic() - started
             for q in queries:  # the listener bus may not have delivered every event yet
                 for progress in q.recentProgress:

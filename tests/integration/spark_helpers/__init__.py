@@ -6,6 +6,8 @@ import spark``): ``getOrCreate`` hands every module the same session, started on
 
 from __future__ import annotations
 
+import subprocess
+import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -122,3 +124,18 @@ def dead_letters(conf: Mapping[str, Any], topic: str) -> list[dict[str, str]]:
 
 def dlq_ids(conf: Mapping[str, Any], topic: str) -> Counter[str]:
     return Counter(d[ID_HEADER] for d in dead_letters(conf, topic))
+
+
+def wait_mid_batch(checkpoint: Path, proc: subprocess.Popen[bytes], min_batch: int) -> int:
+    """The id of a batch that is planned (offsets/N) but not finished (no commits/N)."""
+    offsets, commits = checkpoint / "events" / "offsets", checkpoint / "events" / "commits"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the pipeline ended before it could be killed"
+        planned = [int(p.name) for p in offsets.glob("[0-9]*")] if offsets.exists() else []
+        if planned:
+            last = max(planned)
+            if last >= min_batch and not (commits / str(last)).exists():
+                return last
+        time.sleep(0.02)
+    raise AssertionError("no batch in progress within 240 s")
