@@ -147,7 +147,7 @@ def test_pipeline_with_a_packed_environment(
     # copy unpacked in the directory it ran from, the driver's or its executor's on the worker.
     notes = probe_notes(probes)
     work = (spark_dir / "work").resolve()
-    on_executors = []
+    on_executors, on_driver = [], []
     for note in notes:
         cwd = Path(str(note["cwd"])).resolve()
         assert Path(str(note["prefix"])).resolve() == cwd / "env", note
@@ -155,7 +155,9 @@ def test_pipeline_with_a_packed_environment(
             on_executors.append((cwd, note))
         else:
             assert cwd == driver.resolve(), note
+            on_driver.append(note)
     assert on_executors, "no executor Python started with the archive's probe"
+    assert on_driver, "the driver's Python workers did not run ./env/bin/python"
     # There, lagless comes from the zip the driver shipped (addPyFile, fetched into the
     # executor's directory), pyspark from the worker's Spark (SPARK_HOME/python/lib).
     lagless = [(cwd, str(n["origin"])) for cwd, n in on_executors if n["module"] == "lagless"]
