@@ -44,6 +44,29 @@ def master(spark_dir: Path) -> Iterator[str]:
         yield url
 
 
+def run_on_cluster(
+    master: str,
+    cluster: Cluster,
+    topic: str,
+    group: str,
+    tmp_path: Path,
+    *conf: str,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``lagless pipeline run`` on ``master``, output in ``tmp_path``, ``--conf`` each of
+    ``conf`` (key=value)."""
+    settings = [item for kv in (*conf, "spark.executor.memory=1g") for item in ("--conf", kv)]
+    out, ck = tmp_path / "out", tmp_path / "ck"
+    args = pipeline_args(topic, out, ck, "--group", group, "--json", *settings, master=master)
+    return run_cli(*args, cluster=cluster, timeout=300, cwd=cwd)
+
+
+def assert_not_importable(python: Path, module: str) -> None:
+    check = [str(python), "-c", f"import {module}"]
+    missing = subprocess.run(check, capture_output=True, text=True, check=False)
+    assert f"No module named '{module}'" in missing.stderr, missing.stderr
+
+
 def check_output(
     result: subprocess.CompletedProcess[str],
     produced: Produced,
@@ -72,28 +95,13 @@ def test_pipeline_on_a_standalone_cluster(
 ) -> None:
     topic = make_topic(partitions=2)
     produced = produce_events(cluster.conf, topic, 800, bad_fraction=0.05, seed=5)
-    out, ck = tmp_path / "out", tmp_path / "ck"
     python = python_without_lagless(tmp_path / "worker-env")
-    check = [str(python), "-c", "import pyarrow, confluent_kafka, pydantic, lagless"]
-    missing = subprocess.run(check, capture_output=True, text=True, check=False)
-    assert "No module named 'lagless'" in missing.stderr
+    assert_not_importable(python, "lagless")
     before = set(spark_dir.glob("work/app-*/*/stderr"))
-    args = pipeline_args(
-        topic,
-        out,
-        ck,
-        "--group",
-        group,
-        "--json",
-        "--conf",
-        f"spark.pyspark.python={python}",
-        "--conf",
-        "spark.executor.memory=1g",
-        master=master,
-    )
-    result = run_cli(*args, cluster=cluster, timeout=300)
+    conf = f"spark.pyspark.python={python}"
+    result = run_on_cluster(master, cluster, topic, group, tmp_path, conf)
     assert set(spark_dir.glob("work/app-*/*/stderr")) - before, "no executor ran on the worker"
-    check_output(result, produced, out, cluster, topic)
+    check_output(result, produced, tmp_path / "out", cluster, topic)
 
 
 @pytest.mark.skipif(not VENV_PACK.exists(), reason="venv-pack is not installed (dev extra)")
@@ -112,7 +120,7 @@ def test_pipeline_with_a_packed_environment(
     unpacked there as well (as docs/spark.md says)."""
     topic = make_topic(partitions=2)
     produced = produce_events(cluster.conf, topic, 400, bad_fraction=0.05, seed=6)
-    out, ck, probes = tmp_path / "out", tmp_path / "ck", tmp_path / "probes"
+    probes = tmp_path / "probes"
     probes.mkdir()
     archive, packages = packed_env(tmp_path / "pack")
     assert {"pyarrow", "pandas", "numpy", "confluent-kafka"} <= {p.lower() for p in packages}
@@ -120,28 +128,19 @@ def test_pipeline_with_a_packed_environment(
     (driver / "env").mkdir(parents=True)
     subprocess.run(["tar", "-xzf", str(archive), "-C", str(driver / "env")], check=True)
     for module in ("lagless", "pyspark"):  # neither is in the archive
-        check = [str(driver / "env" / "bin" / "python"), "-c", f"import {module}"]
-        missing = subprocess.run(check, capture_output=True, text=True, check=False)
-        assert f"No module named '{module}'" in missing.stderr
-    args = pipeline_args(
+        assert_not_importable(driver / "env" / "bin" / "python", module)
+    result = run_on_cluster(
+        master,
+        cluster,
         topic,
-        out,
-        ck,
-        "--group",
         group,
-        "--json",
-        "--conf",
+        tmp_path,
         f"spark.archives={archive}#env",
-        "--conf",
         "spark.pyspark.python=./env/bin/python",
-        "--conf",
         f"spark.executorEnv.LAGLESS_PROBE_DIR={probes}",
-        "--conf",
-        "spark.executor.memory=1g",
-        master=master,
+        cwd=driver,
     )
-    result = run_cli(*args, cluster=cluster, timeout=300, cwd=driver)
-    check_output(result, produced, out, cluster, topic)
+    check_output(result, produced, tmp_path / "out", cluster, topic)
     # Every Python that lagless's work ran in (the probe's lines: the driver's own Python
     # workers, which plan the source and the sink, and the executors') is the archive's: the
     # copy unpacked in the directory it ran from, the driver's or its executor's on the worker.
