@@ -257,26 +257,6 @@ def test_timestamp_options_find_offsets_by_record_time(
     assert len(values(startingTimestamp=base, endingTimestamp=late)) == 60
 
 
-def test_default_save_mode_writes_like_sparks_kafka_sink(
-    spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str]
-) -> None:
-    topic = make_topic(partitions=1)
-    df = spark.createDataFrame([("a",), ("b",)], "value string")
-    writer = df.write.format("lagless-kafka").option("kafka.bootstrap.servers", cluster.bootstrap)
-    writer.option("topic", topic).save()  # Spark's default mode (ErrorIfExists), as for kafka
-    df.write.mode("append").format("lagless-kafka").option(
-        "kafka.bootstrap.servers", cluster.bootstrap
-    ).option("topic", topic).save()
-    assert sorted(m.value() for m in read_all(cluster.conf, topic)) == [b"a", b"a", b"b", b"b"]
-    with pytest.raises(Exception, match="overwrite is not allowed for Kafka"):
-        df.write.mode("overwrite").format("lagless-kafka").option(
-            "kafka.bootstrap.servers", cluster.bootstrap
-        ).option("topic", topic).save()
-    # other formats keep Spark's default: an existing path is an error
-    with pytest.raises(Exception, match="already exists"):
-        df.write.format("json").save(str(Path(__file__).parent))
-
-
 def test_unknown_and_batch_only_options_fail_clearly(
     spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:

@@ -5,9 +5,11 @@
 - Cluster masters (``spark://``): the executors' Python is not forced to the driver's path
   (it rarely exists on the workers). It is what the user sets (``--conf
   spark.pyspark.python=...``, a packed environment through ``spark.archives``, or
-  ``PYSPARK_PYTHON``), and it needs lagless's dependencies (pyarrow, confluent-kafka,
-  pydantic); lagless itself is shipped to the executors as a zip of its package
-  (``SparkContext.addPyFile``), so it need not be installed there.
+  ``PYSPARK_PYTHON``), and it needs the dependencies lagless's executor code imports
+  (pyarrow, pandas, confluent-kafka); lagless itself is shipped to the executors as a zip
+  of its package (``SparkContext.addPyFile``), so it need not be installed there. The driver
+  runs that same Python path for its own Python workers (a relative one from its current
+  directory): :func:`check_driver_python`.
 - Spark binds to 127.0.0.1 (``SPARK_LOCAL_IP``): the host name may resolve to an address
   Spark should not use.
 - Few shuffle partitions, no UI, no console progress bar, UTC session time, Parquet
@@ -112,11 +114,27 @@ def python_env(master: str, conf: Mapping[str, str]) -> None:
     (a ``spark.pyspark.python`` set on a session builder would be ignored), so a given
     ``spark.pyspark.python`` is put there, as ``spark-submit`` does."""
     if "spark.pyspark.python" in conf:
-        os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
+        os.environ["PYSPARK_PYTHON"] = check_driver_python(conf["spark.pyspark.python"])
     elif is_local(master):
         os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def check_driver_python(python: str) -> str:
+    """``spark.pyspark.python`` if the driver can run it too; ConfigError (one line) otherwise.
+
+    The driver starts Python workers of its own with that same path, from its current
+    directory: they plan the ``lagless-kafka`` source and sink. A relative path (a packed
+    environment's ``./env/bin/python``, unpacked by Spark in each executor's directory)
+    must therefore resolve from the directory lagless runs in as well."""
+    if os.sep in python and not os.path.isabs(python) and not os.access(python, os.X_OK):
+        raise ConfigError(
+            f"spark.pyspark.python {python!r} is not an executable from {os.getcwd()}: the "
+            "driver runs it too (to plan the lagless-kafka source and sink): unpack the "
+            "environment there as well (e.g. mkdir env && tar -xzf env.tar.gz -C env)"
+        )
+    return python
 
 
 def parse_conf(items: list[str], flag: str = "--conf") -> dict[str, str]:
