@@ -24,6 +24,7 @@ class Rebalancing(EngineCore):
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         started = time.monotonic()
+        self._settling.changed()
         self._commit_failures_logged.clear()  # a new generation: log each failure kind again
         if self._timing.first_assigned is None:
             self._timing.first_assigned = started
@@ -88,6 +89,7 @@ class Rebalancing(EngineCore):
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Stop dispatching, wait for in-flight records up to the budget, commit, release."""
         started = time.monotonic()
+        self._settling.changed()
         self.metrics.rebalances.labels("revoke").inc()
         states = self._release([(tp.topic, tp.partition) for tp in partitions])
         if states:
@@ -110,6 +112,7 @@ class Rebalancing(EngineCore):
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Partitions lost (another member may own them already): drop without commit."""
+        self._settling.changed()
         self.metrics.rebalances.labels("lost").inc()
         states = self._release([(tp.topic, tp.partition) for tp in partitions])
         self._drop(states)
