@@ -33,3 +33,7 @@ class CommitPolicy:
 
     def committed(self, now: float) -> None:
         self.start(now)
+
+    def failed(self) -> None:
+        """A commit failed: due again after the interval, even with nothing more finished."""
+        self._finished = max(self._finished, 1)

@@ -131,7 +131,9 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
         """Idle for ``idle_s`` (see :mod:`lagless.engine.idle`): nothing held or running,
         settled in the group (:mod:`lagless.engine.settle`), and everything assigned consumed
         to its end; with nothing assigned, settled so for at least two heartbeats."""
-        if self._in_flight or any(s.tracker.pending or s.busy for s in self._states.values()):
+        if self._in_flight or any(
+            s.tracker.pending or s.busy or s.commit_owed for s in self._states.values()
+        ):
             return False
         settled = self._settling.steady_for(now)
         if not self._states:

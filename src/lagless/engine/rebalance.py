@@ -43,6 +43,8 @@ class Rebalancing(EngineCore):
                 (RangeTracker if self._batching else PartitionTracker)(base, completed),
                 PartitionMetrics(self.metrics, tp.topic, tp.partition),
             )
+            if base is not None:  # already committed: owed nothing until records finish
+                self._states[key].last_commit = (base, self._states[key].tracker.offset_map())
             self._dispatcher.open(key)
         if fresh:
             log.info("assigned %s", ", ".join(f"{tp.topic}[{tp.partition}]" for tp in fresh))
