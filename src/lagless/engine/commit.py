@@ -34,6 +34,6 @@ class CommitPolicy:
     def committed(self, now: float) -> None:
         self.start(now)
 
-    def failed(self) -> None:
-        """A commit failed: due again after the interval, even with nothing more finished."""
-        self._finished = max(self._finished, 1)
+    def elapsed(self, now: float) -> bool:
+        """The interval passed: time to send again what a failed commit did not store."""
+        return now - self._last >= self.interval_s
