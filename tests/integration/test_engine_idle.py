@@ -45,7 +45,7 @@ def test_consumed_to_end_follows_the_position_and_the_fetched_high_watermark(
         consumer.close()
 
 
-def test_a_member_with_nothing_assigned_is_not_idle(
+def test_a_member_still_joining_is_not_idle(
     cluster: Cluster, make_topic: Callable[..., str], group: str
 ) -> None:
     topic = make_topic(partitions=1)
