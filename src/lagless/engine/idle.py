@@ -3,10 +3,11 @@
 Idle means: settled in the group (see :mod:`lagless.engine.settle`), everything assigned is
 consumed to its end, nothing is held (no record buffered, running, or waiting for its dead
 letter) and everything finished is committed — for ``until_idle_s`` seconds in a row.
-"Consumed to its end" compares the consumer's position with the partition's high watermark
-as the last fetch response reported it (the one end every broker reports right, see :mod:`lagless.kafka.offsets`). A member with nothing assigned is not idle while it
-joins; once a completed rebalance left it nothing, it is idle after ``until_idle_s`` and two
-heartbeats settled so (the engine's ``_idle``).
+"Consumed to its end" compares the consumer's position with the partition's high watermark as
+the last fetch response reported it (the one end every broker reports right, see
+:mod:`lagless.kafka.offsets`). A member with nothing assigned is not idle while it joins; once
+a completed rebalance left it nothing, it is idle after ``until_idle_s`` and two heartbeats
+settled so (the engine's ``_idle``).
 """
 
 from __future__ import annotations
