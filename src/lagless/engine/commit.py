@@ -33,3 +33,7 @@ class CommitPolicy:
 
     def committed(self, now: float) -> None:
         self.start(now)
+
+    def elapsed(self, now: float) -> bool:
+        """The interval passed: time to send again what a failed commit did not store."""
+        return now - self._last >= self.interval_s

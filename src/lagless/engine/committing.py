@@ -18,7 +18,13 @@ class Committing(EngineCore):
     """The commit step of the loop, the asynchronous commit callback and the metadata check."""
 
     def _commit_if_due(self) -> None:
-        if self._policy.due(time.monotonic()):
+        """Commit when the policy says so, or after the interval where a commit is owed with
+        nothing more finished (it failed, or an offset map moved the committable offset)."""
+        now = time.monotonic()
+        policy = self._policy
+        if policy.due(now) or (
+            policy.elapsed(now) and any(s.commit_owed for s in self._states.values())
+        ):
             idle = [k for k, s in self._states.items() if s.holds_nothing]
             if idle:  # the position is read only where it can move the commit
                 self._skip_gaps(self._positions(idle))

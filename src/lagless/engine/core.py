@@ -28,6 +28,7 @@ from lagless.engine.ordering import Dispatcher
 from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionKey, PartitionState
 from lagless.engine.publish import Publisher
 from lagless.engine.runs import RunDispatcher
+from lagless.engine.settle import Settling
 from lagless.engine.summary import LatencyLog, Progress, Timing
 from lagless.engine.workers import Workers
 from lagless.errors import LaglessError
@@ -109,6 +110,7 @@ class EngineCore:
         self._poll_thread: threading.Thread | None = None  # the one running the loop
         self._chained = False  # a partition's batches in lanes of the workers (see poller)
         self._dlq: DeadLetterQueue | None = None
+        self._settling = Settling()  # the member's join state, for until_idle_s
 
     @property
     def processed(self) -> int:

@@ -1,11 +1,13 @@
 """``until_idle_s``: when is a member idle?
 
-Idle means: something is assigned, everything assigned is consumed to its end, and nothing
-is held (no record buffered, running, or waiting for its dead letter) — for ``until_idle_s``
-seconds in a row. "Consumed to its end" compares the consumer's position with the partition's
-high watermark as the last fetch response reported it (the one end every broker reports
-right, see :mod:`lagless.kafka.offsets`). A member with nothing assigned (before its first
-assignment, or after its partitions were lost) is not idle: it waits for partitions.
+Idle means: settled in the group (see :mod:`lagless.engine.settle`), everything assigned is
+consumed to its end, nothing is held (no record buffered, running, or waiting for its dead
+letter) and everything finished is committed — for ``until_idle_s`` seconds in a row.
+"Consumed to its end" compares the consumer's position with the partition's high watermark as
+the last fetch response reported it (the one end every broker reports right, see
+:mod:`lagless.kafka.offsets`). A member with nothing assigned is not idle while it joins; once
+a completed rebalance left it nothing, it is idle after ``until_idle_s`` and two heartbeats
+settled so (the engine's ``_idle``).
 """
 
 from __future__ import annotations

@@ -65,6 +65,13 @@ class PartitionState:
         return self.in_flight > 0 or self.dead_letters > 0
 
     @property
+    def commit_owed(self) -> bool:
+        """Records finished here past the last commit sent (or read at the assignment), or
+        that commit failed."""
+        base = self.tracker.committable
+        return base is not None and (self.last_commit is None or self.last_commit[0] != base)
+
+    @property
     def holds_nothing(self) -> bool:
         """Every record fetched here finished: none held by the tracker, kept back, running,
         or with its dead letter on the way."""

@@ -37,6 +37,7 @@ from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
 from lagless.engine.rebalance import Rebalancing
 from lagless.engine.retry import RetryPolicy
 from lagless.engine.runs import RunDispatcher
+from lagless.engine.settle import empty_floor_s
 from lagless.engine.summary import RunSummary, Timing
 from lagless.engine.topics import check_topics_exist
 from lagless.engine.watch import Watching
@@ -84,9 +85,10 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
         try:
             if config.dlq_topic is not None:
                 self._dlq = DeadLetterQueue(self._conf, config.dlq_topic, self._completions)
-            self._consumer = make_consumer(
-                config.consumer_conf({**self._conf, "on_commit": self._on_commit})
-            )
+            consumer_conf = config.consumer_conf({**self._conf, "on_commit": self._on_commit})
+            if config.until_idle_s is not None:  # the join state, from librdkafka's statistics
+                consumer_conf = self._settling.conf(consumer_conf, config.until_idle_s)
+            self._consumer = make_consumer(consumer_conf)
             check_topics_exist(self._consumer, config.topics, config.dlq_topic)
             self._consumer.subscribe(
                 list(config.topics),
@@ -123,15 +125,21 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
         if count is not None and self.processed >= count:
             return True
         idle_s = self.config.until_idle_s
-        if idle_s is None:
+        return idle_s is not None and self._idle(idle_s, time.monotonic())
+
+    def _idle(self, idle_s: float, now: float) -> bool:
+        """Idle for ``idle_s`` (see :mod:`lagless.engine.idle`): nothing held or running,
+        settled in the group (:mod:`lagless.engine.settle`), and everything assigned consumed
+        to its end; with nothing assigned, settled so for at least two heartbeats."""
+        if self._in_flight or any(
+            s.tracker.pending or s.busy or s.commit_owed for s in self._states.values()
+        ):
             return False
-        now = time.monotonic()
-        if not self._states:  # nothing assigned is not idle (see engine.idle)
-            self._last_activity = now
-            return False
-        if self._in_flight or any(s.tracker.pending or s.busy for s in self._states.values()):
-            return False
-        if now - self._last_activity < idle_s:
+        settled = self._settling.steady_for(now)
+        if not self._states:
+            self._last_activity = now  # partitions that come count their idle time afresh
+            return self._settling.joined and settled >= max(idle_s, empty_floor_s(self.config))
+        if settled < idle_s or now - self._last_activity < idle_s:
             return False
         assert self._consumer is not None
         latest = self.config.auto_offset_reset == "latest"

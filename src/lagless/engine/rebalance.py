@@ -24,6 +24,7 @@ class Rebalancing(EngineCore):
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         started = time.monotonic()
+        self._settling.changed()
         self._commit_failures_logged.clear()  # a new generation: log each failure kind again
         if self._timing.first_assigned is None:
             self._timing.first_assigned = started
@@ -42,6 +43,8 @@ class Rebalancing(EngineCore):
                 (RangeTracker if self._batching else PartitionTracker)(base, completed),
                 PartitionMetrics(self.metrics, tp.topic, tp.partition),
             )
+            if base is not None:  # already committed: owed nothing until records finish
+                self._states[key].last_commit = (base, self._states[key].tracker.offset_map())
             self._dispatcher.open(key)
         if fresh:
             log.info("assigned %s", ", ".join(f"{tp.topic}[{tp.partition}]" for tp in fresh))
@@ -88,6 +91,7 @@ class Rebalancing(EngineCore):
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Stop dispatching, wait for in-flight records up to the budget, commit, release."""
         started = time.monotonic()
+        self._settling.changed()
         self.metrics.rebalances.labels("revoke").inc()
         states = self._release([(tp.topic, tp.partition) for tp in partitions])
         if states:
@@ -110,6 +114,7 @@ class Rebalancing(EngineCore):
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Partitions lost (another member may own them already): drop without commit."""
+        self._settling.changed()
         self.metrics.rebalances.labels("lost").inc()
         states = self._release([(tp.topic, tp.partition) for tp in partitions])
         self._drop(states)
