@@ -52,6 +52,8 @@ def test_stats_are_asked_for_and_handed_on_to_a_callback_of_the_caller() -> None
     conf["stats_cb"](stats())
     assert seen == [stats()] and settling.steady_since is not None
     assert "stats_cb" in Settling().conf({}, idle_s=3.0)
+    # the caller's own interval is kept as given (honoured, not overridden)
+    assert Settling().conf({"statistics.interval.ms": 5000}, 3.0)["statistics.interval.ms"] == 5000
 
 
 def test_report_interval_and_the_floor_for_a_member_with_nothing_assigned() -> None:

@@ -63,8 +63,9 @@ class Settling:
         self.steady_since: float | None = None
 
     def conf(self, conf: Mapping[str, Any], idle_s: float) -> dict[str, Any]:
-        """``conf`` with statistics every :func:`stats_interval_ms`, read here first and
-        handed on to a ``stats_cb`` the caller set."""
+        """``conf`` with statistics every :func:`stats_interval_ms` (or at the caller's own
+        ``statistics.interval.ms``, kept as given: idle is then noticed at that pace), read
+        here first and handed on to a ``stats_cb`` the caller set."""
         out = dict(conf)
         theirs: Callable[[str], None] | None = out.get("stats_cb")
 
@@ -73,7 +74,8 @@ class Settling:
             if theirs is not None:
                 theirs(stats)
 
-        out["statistics.interval.ms"] = stats_interval_ms(idle_s)
+        if not int(out.get("statistics.interval.ms", 0)):
+            out["statistics.interval.ms"] = stats_interval_ms(idle_s)
         out["stats_cb"] = on_stats
         return out
 
