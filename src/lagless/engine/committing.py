@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from lagless.engine import carry
+from lagless.engine.carry import Owed
 from lagless.engine.core import EngineCore, topic_partition
 from lagless.engine.partition import PartitionKey, PartitionState
 
@@ -56,23 +58,25 @@ class Committing(EngineCore):
             if state is not None and state.holds_nothing:
                 state.tracker.skip_gap(position)
 
-    def _commit(self, states: Iterable[PartitionState], *, sync: bool) -> None:
-        """Commit each partition's first unfinished offset (+ offset map) that changed."""
+    def _commit(
+        self, states: Iterable[PartitionState], *, sync: bool
+    ) -> dict[PartitionKey, object]:
+        """Commit each partition's first unfinished offset (+ offset map) that changed; a
+        synchronous commit compares with the last one acknowledged (an asynchronous one may
+        still be on its way, or have failed unseen). Returns the partitions whose synchronous
+        commit failed, with the error."""
         assert self._consumer is not None
         self._policy.committed(time.monotonic())
         offsets: list[TopicPartition] = []
         marks: list[tuple[PartitionState, tuple[int, str]]] = []
         for state in states:
-            base = state.tracker.committable
-            if base is None:
+            mark = self._mark(state)
+            if mark is None or mark == (state.acked if sync else state.last_commit):
                 continue
-            meta = state.tracker.offset_map() if self._metadata_kept is not False else ""
-            if state.last_commit == (base, meta):
-                continue
-            offsets.append(TopicPartition(*state.tp, base, metadata=meta))
-            marks.append((state, (base, meta)))
+            offsets.append(TopicPartition(*state.tp, mark[0], metadata=mark[1]))
+            marks.append((state, mark))
         if not offsets:
-            return
+            return {}
         if self._ledger is not None:
             self._ledger.flush()  # every committed record is in the ledger
         verify = self._metadata_kept is None and any(tp.metadata for tp in offsets)
@@ -84,23 +88,80 @@ class Committing(EngineCore):
                 result = []
         except KafkaException as exc:
             self._commit_failed(exc.args[0], len(offsets))
-            return
-        failed = {(tp.topic, tp.partition) for tp in result if tp.error is not None}
+            return {state.tp: exc.args[0] for state, _ in marks}
+        failed: dict[PartitionKey, object] = {
+            (tp.topic, tp.partition): tp.error for tp in result if tp.error is not None
+        }
         if failed:
-            first = next(tp.error for tp in result if tp.error is not None)
-            self._commit_failed(first, len(failed))
+            self._commit_failed(next(iter(failed.values())), len(failed))
         for state, mark in marks:
             if state.tp not in failed:
                 state.last_commit = mark
+                if sync or verify:
+                    state.acked = mark
         self._commits += 1
         self.metrics.commits.inc()
         if verify:
             self._check_metadata(offsets)
+        return failed
+
+    def _commit_retrying(
+        self, states: list[PartitionState], deadline: float
+    ) -> dict[PartitionKey, object]:
+        """Commit synchronously; send again what failed transiently (see
+        :mod:`lagless.engine.carry`) until ``deadline``. Returns what still failed."""
+        failed = self._commit(states, sync=True)
+        while time.monotonic() + carry.RETRY_PAUSE_S < deadline:
+            again = [s for s in states if carry.transient(failed.get(s.tp))]
+            if not again:
+                break
+            time.sleep(carry.RETRY_PAUSE_S)
+            kept = {k: e for k, e in failed.items() if not carry.transient(e)}
+            failed = {**kept, **self._commit(again, sync=True)}
+        return failed
+
+    def _owed(self, state: PartitionState, error: object) -> Owed | None:
+        mark = self._mark(state)
+        return None if mark is None else Owed(mark[0], mark[1], carry.name(error))
+
+    def _final_commit(self) -> None:
+        """The last commit before close. Refused because the group rebalances, it is sent
+        again in the member's next generation: the loop serves the rebalance (records fetched
+        meanwhile are dropped) until the member owns its partitions again and has committed
+        them, or the rejoin bound (session timeout + heartbeat interval) passed; what is still
+        owed then is logged with its coordinates."""
+        assert self._consumer is not None
+        config = self.config
+        deadline = time.monotonic() + carry.rejoin_bound_s(config)
+        failed = self._commit_retrying(list(self._states.values()), deadline)
+        next_try = time.monotonic() + carry.REJOIN_RETRY_S
+        while (failed or self._carried) and not self._hurry and time.monotonic() < deadline:
+            self._consumer.consume(config.poll_batch, 0.1)  # serve the rebalance
+            failed = {k: e for k, e in failed.items() if k in self._states}  # revoked: carried
+            if failed and time.monotonic() >= next_try:
+                failed = self._commit([self._states[k] for k in failed], sync=True)
+                next_try = time.monotonic() + carry.REJOIN_RETRY_S
+        owed = {k: self._owed(self._states[k], e) for k, e in failed.items()}
+        left = {**self._carried, **{k: o for k, o in owed.items() if o is not None}}
+        self._carried.clear()
+        carry.log_uncommitted(left, "the group was rebalancing at shutdown")
+
+    def _mark(self, state: PartitionState) -> tuple[int, str] | None:
+        """What a commit of ``state``'s partition sends: the safe offset and its offset map."""
+        base = state.tracker.committable
+        if base is None:
+            return None
+        return base, state.tracker.offset_map() if self._metadata_kept is not False else ""
 
     def _on_commit(self, err: KafkaError | None, partitions: list[TopicPartition]) -> None:
         """Asynchronous commit results: on failure the next commit sends them again."""
         failed = [tp for tp in partitions if err is not None or tp.error is not None]
         if not failed:
+            for tp in partitions:
+                state = self._states.get((tp.topic, tp.partition))
+                last = None if state is None else state.last_commit
+                if state is not None and last is not None and last[0] == tp.offset:
+                    state.acked = last
             return
         if err is not None and err.code() == KafkaError._NO_OFFSET:
             return
@@ -110,7 +171,7 @@ class Committing(EngineCore):
             if state is not None:
                 state.last_commit = None
 
-    def _commit_failed(self, error: KafkaError | None, partitions: int) -> None:
+    def _commit_failed(self, error: object, partitions: int) -> None:
         """Log a failed commit once per failure kind between two rebalances (a rebalance
         fails every in-flight asynchronous commit the same way); repeats at DEBUG. The next
         commit sends the offsets again."""

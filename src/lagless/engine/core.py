@@ -16,6 +16,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from lagless.engine.backpressure import FlowControl
+from lagless.engine.carry import Owed
 from lagless.engine.commit import CommitPolicy
 from lagless.engine.config import EngineConfig
 from lagless.engine.dlq import DeadLetterQueue
@@ -105,6 +106,7 @@ class EngineCore:
         self._last_poll = self._started
         self._reported_errors: set[tuple[int, str | None]] = set()
         self._commit_failures_logged: set[str] = set()  # kinds logged since the last rebalance
+        self._carried: dict[PartitionKey, Owed] = {}  # revoked, not committed (engine.carry)
         self._consumer: Consumer | None = None
         self._workers: Workers | None = None
         self._poll_thread: threading.Thread | None = None  # the one running the loop
@@ -149,7 +151,17 @@ class EngineCore:
     def _dispatch(self) -> None:
         raise NotImplementedError
 
-    def _commit(self, states: Iterable[PartitionState], *, sync: bool) -> None:
+    def _commit(
+        self, states: Iterable[PartitionState], *, sync: bool
+    ) -> dict[PartitionKey, object]:
+        raise NotImplementedError
+
+    def _commit_retrying(
+        self, states: list[PartitionState], deadline: float
+    ) -> dict[PartitionKey, object]:
+        raise NotImplementedError
+
+    def _owed(self, state: PartitionState, error: object) -> Owed | None:
         raise NotImplementedError
 
     def _resume(self, state: PartitionState) -> None:

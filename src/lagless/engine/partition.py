@@ -54,7 +54,8 @@ class PartitionState:
     in_flight: int = 0
     dead_letters: int = 0  # dead letters sent, not yet acknowledged
     finished: int = 0
-    last_commit: tuple[int, str] | None = None
+    last_commit: tuple[int, str] | None = None  # the last commit sent
+    acked: tuple[int, str] | None = None  # the last commit the broker acknowledged
     last_timestamp_ms: int | None = None
     stall_logged: int | None = None
     consuming: bool = False  # a record arrived since the assignment

@@ -329,7 +329,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
             self._consumer.consume(self.config.poll_batch, 0.0)  # serve callbacks only
             self._collect(wait=0.05)
         self._skip_gaps(positions)
-        self._commit(list(self._states.values()), sync=True)
+        self._final_commit()
         self._next_watch = 0.0  # the gauges' last word is the drained state, not a stale look
         self._watch()
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from lagless.engine import offset_map
+from lagless.engine import carry, offset_map
 from lagless.engine.core import EngineCore
 from lagless.engine.events import EventKind
 from lagless.engine.partition import PartitionKey, PartitionMetrics, PartitionState
@@ -33,6 +34,7 @@ class Rebalancing(EngineCore):
         self.metrics.rebalances.labels("assign").inc()
         fresh = [tp for tp in partitions if (tp.topic, tp.partition) not in self._states]
         committed = self._committed(consumer, fresh)
+        self._commit_carried(consumer, [(tp.topic, tp.partition) for tp in fresh], committed)
         for tp in fresh:
             key = (tp.topic, tp.partition)
             base, completed = committed.get(key, (None, frozenset()))
@@ -44,7 +46,8 @@ class Rebalancing(EngineCore):
                 PartitionMetrics(self.metrics, tp.topic, tp.partition),
             )
             if base is not None:  # already committed: owed nothing until records finish
-                self._states[key].last_commit = (base, self._states[key].tracker.offset_map())
+                mark = (base, self._states[key].tracker.offset_map())
+                self._states[key].last_commit = self._states[key].acked = mark
             self._dispatcher.open(key)
         if fresh:
             log.info("assigned %s", ", ".join(f"{tp.topic}[{tp.partition}]" for tp in fresh))
@@ -88,6 +91,52 @@ class Rebalancing(EngineCore):
             out[(tp.topic, tp.partition)] = (tp.offset, completed)
         return out
 
+    def _commit_carried(
+        self,
+        consumer: Consumer,
+        keys: list[PartitionKey],
+        committed: dict[PartitionKey, tuple[int, frozenset[int]]],
+    ) -> None:
+        """Commit what the last revoke could not (see :mod:`lagless.engine.carry`) for the
+        partitions this member owns again, before the consumer reads where to start: the
+        records done are neither fetched nor run again (``committed`` is updated). Where
+        another member committed beyond it meanwhile, its commit stands. The others went to
+        another member: logged once with their coordinates."""
+        carried, self._carried = self._carried, {}
+        back = [
+            k for k in keys
+            if k in carried and (k not in committed or committed[k][0] < carried[k].offset)
+        ]  # fmt: skip
+        errors: dict[PartitionKey, object] = {}
+        if back:
+            offsets = [TopicPartition(*k, carried[k].offset, metadata=carried[k].metadata)
+                       for k in back]  # fmt: skip
+            try:
+                result = consumer.commit(offsets=offsets, asynchronous=False)
+                errors = {(tp.topic, tp.partition): tp.error for tp in result if tp.error}
+            except KafkaException as exc:
+                errors = {k: exc.args[0] for k in back}
+        for key in back:
+            if key not in errors:
+                owed = carried[key]
+                decoded = offset_map.decode(owed.metadata)
+                done = decoded[1] if decoded is not None and decoded[0] == owed.offset else None
+                committed[key] = (owed.offset, done or frozenset())
+        if len(errors) < len(back):
+            log.info(
+                "committed after the rebalance what the revoke could not: %s",
+                ", ".join(f"{t}[{p}] offset {carried[(t, p)].offset}"
+                          for t, p in back if (t, p) not in errors),
+            )  # fmt: skip
+        carry.log_uncommitted(
+            {k: replace(carried[k], error=carry.name(e)) for k, e in errors.items()},
+            "refused again after the rebalance",
+        )
+        carry.log_uncommitted(
+            {k: o for k, o in carried.items() if k not in keys},
+            "revoked during a rebalance that refused commits, now owned by another member",
+        )
+
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Stop dispatching, wait for in-flight records up to the budget, commit, release."""
         started = time.monotonic()
@@ -104,7 +153,11 @@ class Rebalancing(EngineCore):
             unfinished = sum(s.in_flight for s in states)
             if unfinished:
                 log.warning("revoke: %d records still running after the budget", unfinished)
-            self._commit(states, sync=True)
+            failed = self._commit_retrying(states, time.monotonic() + carry.REVOKE_RETRY_S)
+            for state in states:  # committed in the next generation if they come back
+                owed = self._owed(state, failed[state.tp]) if state.tp in failed else None
+                if owed is not None:
+                    self._carried[state.tp] = owed
         self._drop(states)
         self._revoked += len(states)
         self.metrics.partitions_revoked.inc(len(states))
