@@ -13,7 +13,9 @@ A revoke (or the last commit before close) commits synchronously. Two kinds of f
   next assignment, a new generation) they are committed before anything is read, so the
   records already done are not run again. A partition that went to another member cannot be
   committed for it: it is logged once with its coordinates and the new owner re-runs what
-  finished since the last commit that succeeded.
+  finished since the last commit that succeeded. So that this is as little as possible, an
+  eager member whose commit was refused for membership starts no more records until the revoke
+  (:func:`revoke_due_s`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,13 @@ TRANSIENT = frozenset(
 RETRY_PAUSE_S = 0.2  # between two sends of a commit that failed transiently
 REVOKE_RETRY_S = 2.0  # on revoke, how long a commit that failed transiently is sent again
 REJOIN_RETRY_S = 1.0  # at shutdown, between two sends of a commit the group state refused
+
+
+def revoke_due_s(config: EngineConfig) -> float:
+    """Eager protocol: after a commit refused for membership, every partition is revoked at
+    the member's next heartbeat; records started meanwhile could not be committed, so none
+    start for at most this long (a failure that outlived its generation holds no longer)."""
+    return config.heartbeat_interval_ms / 1000.0 + 1.0
 
 
 def rejoin_bound_s(config: EngineConfig) -> float:

@@ -175,6 +175,8 @@ class Committing(EngineCore):
         """Log a failed commit once per failure kind between two rebalances (a rebalance
         fails every in-flight asynchronous commit the same way); repeats at DEBUG. The next
         commit sends the offsets again."""
+        if carry.membership(error) and self.config.eager:
+            self._revoke_due_until = time.monotonic() + carry.revoke_due_s(self.config)
         kind = error.name() if isinstance(error, KafkaError) else str(error)
         if kind in self._commit_failures_logged:
             log.debug("commit failed for %d partitions: %s", partitions, error)

@@ -183,6 +183,11 @@ class EngineConfig(BaseModel):
             message = str(first["msg"]).removeprefix("Value error, ")
             raise ConfigError(f"{where}: {message}" if where else message) from None
 
+    @property
+    def eager(self) -> bool:
+        """The classic protocol with an eager assignor: a rebalance revokes every partition."""
+        return self.group_protocol == "classic" and self.assignor != "cooperative-sticky"
+
     def consumer_conf(self, conf: Mapping[str, Any]) -> dict[str, Any]:
         """librdkafka consumer properties: the cluster's ``conf`` plus the engine's."""
         out = dict(conf)

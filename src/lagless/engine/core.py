@@ -107,6 +107,7 @@ class EngineCore:
         self._reported_errors: set[tuple[int, str | None]] = set()
         self._commit_failures_logged: set[str] = set()  # kinds logged since the last rebalance
         self._carried: dict[PartitionKey, Owed] = {}  # revoked, not committed (engine.carry)
+        self._revoke_due_until = 0.0  # eager: a commit refused, the revoke comes (engine.carry)
         self._consumer: Consumer | None = None
         self._workers: Workers | None = None
         self._poll_thread: threading.Thread | None = None  # the one running the loop

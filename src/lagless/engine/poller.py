@@ -209,6 +209,8 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
         limit = self.config.max_in_flight
         if self._tasks >= limit or self._stopping or self._failure is not None:
             return
+        if self._revoke_due_until and time.monotonic() < self._revoke_due_until:
+            return  # eager: a commit was refused, the revoke is coming (engine.carry)
         size = self._task_size()
         left: int | None = None
         count = self.config.count

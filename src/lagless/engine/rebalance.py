@@ -54,6 +54,7 @@ class Rebalancing(EngineCore):
         self.metrics.partitions_assigned.inc(len(fresh))
         self.metrics.rebalance_seconds.observe(time.monotonic() - started)
         self._last_activity = time.monotonic()
+        self._revoke_due_until = 0.0
         if fresh:
             self._owned_changed()
 
@@ -163,6 +164,7 @@ class Rebalancing(EngineCore):
         self.metrics.partitions_revoked.inc(len(states))
         self.metrics.rebalance_seconds.observe(time.monotonic() - started)
         self._emit(EventKind.REVOKED, [s.tp for s in states])
+        self._revoke_due_until = 0.0
         self._owned_changed()
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -174,6 +176,7 @@ class Rebalancing(EngineCore):
         self._lost += len(states)
         self.metrics.partitions_lost.inc(len(states))
         self._emit(EventKind.LOST, [s.tp for s in states])
+        self._revoke_due_until = 0.0
         self._owned_changed()
         if states:
             log.warning("lost %d partitions without commit", len(states))
