@@ -16,9 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
-from lagless.broker.mock import AUTO_PARTITIONS
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.offsets import end_offsets
 from tests.conftest import Cluster
@@ -31,19 +29,9 @@ from tests.integration.engine_helpers import (
     read_ledgers,
     spawn,
 )
+from tests.integration.engine_helpers.mock import lines, mock_committed, mock_ends, wait_for
 
 pytestmark = pytest.mark.integration
-
-
-def lines(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.exists() else 0
-
-
-def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
-        time.sleep(0.05)
 
 
 def member(
@@ -123,28 +111,6 @@ def test_a_member_left_without_partitions_exits_while_the_other_works(
     assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): len(ids)}
 
 
-def _mock_committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group})  # no admin API
-    try:
-        back = reader.committed(
-            [TopicPartition(topic, p) for p in range(AUTO_PARTITIONS)], timeout=10
-        )
-        return {tp.partition: tp.offset for tp in back}
-    finally:
-        reader.close()
-
-
-def _mock_ends(bootstrap: str, topic: str) -> dict[int, int]:
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "ends"})
-    try:
-        return {
-            p: reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in range(AUTO_PARTITIONS)
-        }
-    finally:
-        reader.close()
-
-
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_members_started_apart_both_exit_on_the_mock_cluster(
     mock_bootstrap: str, tmp_path: Path, protocol: str
@@ -173,7 +139,7 @@ def test_members_started_apart_both_exit_on_the_mock_cluster(
     assert_exactly_once(read_ledgers(ledgers), ids)
     assert sum(int(str(s["processed"])) for s in summaries) == len(ids)
     committed, ends = (
-        _mock_committed(mock_bootstrap, group, topic),
-        _mock_ends(mock_bootstrap, topic),
+        mock_committed(mock_bootstrap, group, topic),
+        mock_ends(mock_bootstrap, topic),
     )
     assert committed == ends, "\n".join(str(s["log"]) for s in summaries)

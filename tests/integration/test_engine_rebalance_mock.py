@@ -1,0 +1,169 @@
+"""Planned eager rebalances (``--assignor range``) on librdkafka's mock cluster: what is re-run.
+
+The mock refuses every commit from the moment a member joins or leaves until the group has
+synced again (Apache Kafka accepts an eager member's commits while the group prepares), and an
+eager member hears of the rebalance only at its next heartbeat: its revoke commit is refused.
+The engine carries that commit into its next generation (see ``lagless.engine.carry``). Here:
+a member leaving cleanly re-runs nothing; a member joining re-runs only, on the partitions that
+moved, records below the offset the first member logs as not committed; a member stopped while
+the group rebalances commits in its next generation, so a later member re-runs nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from lagless.engine.ledger import LedgerLine, read_ledger
+from tests.integration.engine_helpers import (
+    LEDGER_HANDLER,
+    assert_exactly_once,
+    consume_cmd,
+    finish,
+    produce_jobs,
+    read_ledgers,
+    spawn,
+)
+from tests.integration.engine_helpers.mock import lines, mock_committed, mock_ends, wait_for
+
+pytestmark = pytest.mark.integration
+
+CARRIED = "committed after the rebalance what the revoke could not"
+NOT_COMMITTED = re.compile(r"\[(\d+)\] offset (\d+) \(")
+
+
+class Group:
+    """``lagless consume`` members of one eager group on the mock cluster, each with its
+    handler ledger (ids), engine ledger (partition, offset, id) and event log."""
+
+    def __init__(self, bootstrap: str, tmp_path: Path) -> None:
+        self.bootstrap, self.tmp = bootstrap, tmp_path
+        self.topic, self.group = f"eager-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+        self.procs: dict[str, subprocess.Popen[str]] = {}
+        self.logs: dict[str, str] = {}
+
+    def produce(self, count: int, prefix: str) -> list[str]:
+        conf = {"bootstrap.servers": self.bootstrap}
+        return produce_jobs(conf, self.topic, count, sleep_ms=(3, 9), keys=40, prefix=prefix)
+
+    def start(self, name: str) -> None:
+        cmd = consume_cmd(
+            self.bootstrap, self.topic, self.group, "--handler", LEDGER_HANDLER,
+            "--on-failure", "stop", "--json", "--assignor", "range", "--until-idle", "2",
+            "--ledger", str(self.tmp / f"{name}.tsv"), "--record", str(self.tmp / name),
+        )  # fmt: skip
+        self.procs[name] = spawn(cmd, self.tmp / f"{name}.ids")
+
+    def assigned(self, name: str) -> bool:
+        events = self.tmp / name / "events.jsonl"
+        return events.exists() and any(
+            json.loads(line).get("kind") == "assigned" and json.loads(line).get("partitions")
+            for line in events.read_text().splitlines()
+        )
+
+    def revokes(self, name: str) -> int:
+        events = self.tmp / name / "events.jsonl"
+        return sum(json.loads(line).get("kind") == "revoked"
+                   for line in events.read_text().splitlines())  # fmt: skip
+
+    def stop(self, name: str) -> None:
+        self.procs[name].send_signal(signal.SIGTERM)
+        self.finish(name, 30)
+
+    def finish(self, name: str, timeout: float) -> None:
+        code, _, err = finish(self.procs[name], timeout)
+        self.logs[name] = err
+        assert code == 0, err[-3000:]
+
+    def kill_all(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def ledger(self) -> list[LedgerLine]:
+        return [line for name in self.procs for line in read_ledger(self.tmp / f"{name}.tsv")]
+
+    def check_done(self, ids: list[str]) -> None:
+        """Every id ran, the group committed every partition's end."""
+        assert set(ids) <= set(read_ledgers(self.tmp / f"{n}.ids" for n in self.procs))
+        committed = mock_committed(self.bootstrap, self.group, self.topic)
+        assert committed == mock_ends(self.bootstrap, self.topic), "\n".join(self.logs.values())
+
+
+@pytest.fixture
+def eager(mock_bootstrap: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    group = Group(mock_bootstrap, tmp_path)
+    yield group
+    group.kill_all()
+
+
+def started_together(group: Group) -> list[str]:
+    """Members a and b in one generation (both join within the first rebalance delay), then
+    the records: none ran before both were assigned."""
+    warm = group.produce(4, "w")  # the topic exists before the members check it
+    group.start("a")
+    group.start("b")
+    wait_for(lambda: group.assigned("a") and group.assigned("b"), 30, "both assigned")
+    return [*warm, *group.produce(3000, "r")]
+
+
+def test_a_member_leaving_cleanly_re_runs_nothing(eager: Group) -> None:
+    """b stops (SIGTERM: drains, commits, leaves); a's revoke commit is refused (the group
+    rebalances), carried, and committed when a owns its partitions again: every record once."""
+    ids = started_together(eager)
+    wait_for(lambda: lines(eager.tmp / "b.ids") >= 300, 30, "b works")
+    assert eager.revokes("a") == 0, "one generation before the leave"
+    eager.stop("b")
+    eager.finish("a", 35)
+    assert_exactly_once(read_ledgers(eager.tmp / f"{n}.ids" for n in ("a", "b")), ids)
+    assert CARRIED in eager.logs["a"], eager.logs["a"][-3000:]
+    eager.check_done(ids)
+
+
+def test_a_member_joining_re_runs_only_what_moved_uncommitted(eager: Group) -> None:
+    """b joins while a works: a's revoke commit is refused. The partitions a keeps re-run
+    nothing (committed in the next generation); on those that moved to b, only records below
+    the offset a logs as not committed run twice."""
+    ids = eager.produce(3000, "r")
+    eager.start("a")
+    wait_for(lambda: lines(eager.tmp / "a.ids") >= 600, 30, "a works")
+    eager.start("b")
+    eager.finish("a", 35)
+    eager.finish("b", 10)
+    limits: dict[int, int] = {}  # partition -> highest offset a member logged not committed
+    for log in eager.logs.values():
+        for line in log.splitlines():
+            if "not committed" in line:
+                for p, o in NOT_COMMITTED.findall(line):
+                    limits[int(p)] = max(limits.get(int(p), 0), int(o))
+    runs = Counter((line.partition, line.offset) for line in eager.ledger())
+    twice = sorted(key for key, n in runs.items() if n > 1)
+    assert all(n <= 2 for n in runs.values())
+    beyond = [(p, o) for p, o in twice if o >= limits.get(p, 0)]
+    assert not beyond, f"re-run beyond what was logged not committed {limits}: {beyond[:5]}"
+    assert CARRIED in eager.logs["a"], eager.logs["a"][-3000:]
+    eager.check_done(ids)
+
+
+def test_a_member_stopped_during_a_rebalance_commits_in_its_next_generation(
+    eager: Group,
+) -> None:
+    """b leaves and a is stopped at once, while the group rebalances: a's last commit is
+    refused, sent again once a rejoined (its partitions back), before a closes. c then runs
+    what is left: every record once."""
+    ids = started_together(eager)
+    wait_for(lambda: lines(eager.tmp / "a.ids") >= 300, 30, "a works")
+    eager.stop("b")
+    eager.stop("a")
+    assert "not committed" not in eager.logs["a"], eager.logs["a"][-3000:]
+    eager.start("c")
+    eager.finish("c", 30)
+    assert_exactly_once(read_ledgers(eager.tmp / f"{n}.ids" for n in ("a", "b", "c")), ids)
+    eager.check_done(ids)
