@@ -16,20 +16,13 @@ import signal
 import subprocess
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lagless.engine.ledger import LedgerLine, read_ledger
-from tests.integration.engine_helpers import (
-    LEDGER_HANDLER,
-    assert_exactly_once,
-    consume_cmd,
-    finish,
-    produce_jobs,
-    read_ledgers,
-    spawn,
-)
+from tests.integration import engine_helpers as helpers
 from tests.integration.engine_helpers.mock import lines, mock_committed, mock_ends, wait_for
 
 pytestmark = pytest.mark.integration
@@ -50,15 +43,17 @@ class Group:
 
     def produce(self, count: int, prefix: str) -> list[str]:
         conf = {"bootstrap.servers": self.bootstrap}
-        return produce_jobs(conf, self.topic, count, sleep_ms=(3, 9), keys=40, prefix=prefix)
+        return helpers.produce_jobs(
+            conf, self.topic, count, sleep_ms=(3, 9), keys=40, prefix=prefix
+        )
 
     def start(self, name: str) -> None:
-        cmd = consume_cmd(
-            self.bootstrap, self.topic, self.group, "--handler", LEDGER_HANDLER,
+        cmd = helpers.consume_cmd(
+            self.bootstrap, self.topic, self.group, "--handler", helpers.LEDGER_HANDLER,
             "--on-failure", "stop", "--json", "--assignor", "range", "--until-idle", "2",
             "--ledger", str(self.tmp / f"{name}.tsv"), "--record", str(self.tmp / name),
         )  # fmt: skip
-        self.procs[name] = spawn(cmd, self.tmp / f"{name}.ids")
+        self.procs[name] = helpers.spawn(cmd, self.tmp / f"{name}.ids")
 
     def assigned(self, name: str) -> bool:
         events = self.tmp / name / "events.jsonl"
@@ -77,7 +72,7 @@ class Group:
         self.finish(name, 30)
 
     def finish(self, name: str, timeout: float) -> None:
-        code, _, err = finish(self.procs[name], timeout)
+        code, _, err = helpers.finish(self.procs[name], timeout)
         self.logs[name] = err
         assert code == 0, err[-3000:]
 
@@ -90,15 +85,20 @@ class Group:
     def ledger(self) -> list[LedgerLine]:
         return [line for name in self.procs for line in read_ledger(self.tmp / f"{name}.tsv")]
 
+    def exactly_once(self, ids: list[str]) -> None:
+        """Every id ran once across the members' handler ledgers."""
+        ledgers = (self.tmp / f"{n}.ids" for n in self.procs)
+        helpers.assert_exactly_once(helpers.read_ledgers(ledgers), ids)
+
     def check_done(self, ids: list[str]) -> None:
         """Every id ran, the group committed every partition's end."""
-        assert set(ids) <= set(read_ledgers(self.tmp / f"{n}.ids" for n in self.procs))
+        assert set(ids) <= set(helpers.read_ledgers(self.tmp / f"{n}.ids" for n in self.procs))
         committed = mock_committed(self.bootstrap, self.group, self.topic)
         assert committed == mock_ends(self.bootstrap, self.topic), "\n".join(self.logs.values())
 
 
 @pytest.fixture
-def eager(mock_bootstrap: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+def eager(mock_bootstrap: str, tmp_path: Path) -> Iterator[Group]:
     group = Group(mock_bootstrap, tmp_path)
     yield group
     group.kill_all()
@@ -122,7 +122,7 @@ def test_a_member_leaving_cleanly_re_runs_nothing(eager: Group) -> None:
     assert eager.revokes("a") == 0, "one generation before the leave"
     eager.stop("b")
     eager.finish("a", 35)
-    assert_exactly_once(read_ledgers(eager.tmp / f"{n}.ids" for n in ("a", "b")), ids)
+    eager.exactly_once(ids)
     assert CARRIED in eager.logs["a"], eager.logs["a"][-3000:]
     eager.check_done(ids)
 
@@ -165,5 +165,5 @@ def test_a_member_stopped_during_a_rebalance_commits_in_its_next_generation(
     assert "not committed" not in eager.logs["a"], eager.logs["a"][-3000:]
     eager.start("c")
     eager.finish("c", 30)
-    assert_exactly_once(read_ledgers(eager.tmp / f"{n}.ids" for n in ("a", "b", "c")), ids)
+    eager.exactly_once(ids)
     eager.check_done(ids)
