@@ -19,14 +19,17 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from lagless.spark.headers import PACKED_COLUMN
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
 HEADER_TYPE = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 
 
-def kafka_schema(include_headers: bool) -> StructType:
-    """key, value, topic, partition, offset, timestamp, timestampType[, headers]."""
+def kafka_schema(include_headers: bool, packed_headers: bool = False) -> StructType:
+    """key, value, topic, partition, offset, timestamp, timestampType[, headers]
+    [, packed_headers] (lagless's ``packedHeaders``: :mod:`lagless.spark.headers`)."""
     fields = [
         StructField("key", BinaryType()),
         StructField("value", BinaryType()),
@@ -38,6 +41,8 @@ def kafka_schema(include_headers: bool) -> StructType:
     ]
     if include_headers:
         fields.append(StructField("headers", ArrayType(HEADER_TYPE)))
+    if packed_headers:
+        fields.append(StructField(PACKED_COLUMN, StringType()))
     return StructType(fields)
 
 
