@@ -12,6 +12,7 @@ at the first record at or past ``end``, or when the broker reports the partition
 from __future__ import annotations
 
 import gc
+import itertools
 import logging
 import time
 import uuid
@@ -19,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message, TopicPartition
@@ -36,8 +38,6 @@ CONSUME_BATCH = 5_000
 CONSUME_TIMEOUT_S = 0.1
 # Spark's headers type in Arrow (array<struct<key string, value binary>>)
 HEADERS_ARROW = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
-# Message.timestamp() pairs (type, ms), taken apart by Arrow
-STAMP_PAIR = pa.struct([("kind", pa.int32()), ("ms", pa.int64())])
 
 FATAL_CODES = frozenset(
     {
@@ -82,8 +82,8 @@ class BatchBuilder:
 
     Messages are only kept until ``flush``, which takes them apart one column at a time:
     ``map`` of a ``Message`` method per column (a C-level loop, no Python frame per record),
-    then Arrow does the rest: the (type, ms) timestamp pairs and the header lists are
-    converted by Arrow itself, timestamps and types by vectorised kernels."""
+    then Arrow does the rest: the header lists are converted by Arrow itself, the (type, ms)
+    timestamp pairs split by numpy, timestamps and types made by vectorised kernels."""
 
     def __init__(self, schema: pa.Schema, topic: str, partition: int) -> None:
         self.schema = schema
@@ -109,7 +109,7 @@ class BatchBuilder:
         if not n:
             return pa.RecordBatch.from_pylist([], schema=s)
         # map() over the methods: one C-level pass per column, no Python frame per record
-        kinds, millis = pa.array(list(map(Message.timestamp, msgs)), STAMP_PAIR).flatten()
+        kinds, millis = _stamp_pairs(msgs)
         columns: list[pa.Array] = [
             pa.array(list(map(Message.key, msgs)), s.field("key").type),
             pa.array(list(map(Message.value, msgs)), s.field("value").type),
@@ -128,6 +128,16 @@ class BatchBuilder:
         batch = pa.RecordBatch.from_arrays(columns, schema=s)
         self.messages = []
         return batch
+
+
+def _stamp_pairs(msgs: list[Message]) -> tuple[pa.Array, pa.Array]:
+    """The (type, ms) pairs of ``Message.timestamp()`` as two int64 arrays: the pairs chained
+    into one flat array by numpy (a C-level pass), then split by stride; about half the cost
+    of Arrow converting the pairs as structs."""
+    flat = np.fromiter(
+        itertools.chain.from_iterable(map(Message.timestamp, msgs)), np.int64, 2 * len(msgs)
+    )
+    return pa.array(flat[0::2]), pa.array(flat[1::2])
 
 
 def _timestamps(
