@@ -75,22 +75,19 @@ def invalid_reason(e: Column, value: Column) -> Column:
 def parse_events(raw: DataFrame) -> DataFrame:
     """Kafka rows -> event columns, source coordinates, ``dlq_error_class``/``dlq_error``
     (null for valid rows), and the original ``key``, ``value`` and ``headers`` of invalid rows
-    (null on valid rows, which do not need them); ``packed_headers`` instead of ``headers``
-    when the rows carry packed headers only (unpacked by :func:`dead_letters`).
+    (null on valid rows, which do not need them; packed headers are unpacked for invalid rows
+    only).
 
     One projection over the raw rows, ``from_json`` in it as a common subexpression: Spark
     keeps ``from_json`` out of whole-stage code generation, so a projection of its own would
     first copy the parsed event and every raw column (every record's header array included)
     into an intermediate row, though only dead letters keep key, value and headers."""
     parsed = F.from_json(F.col("value").cast("string"), EVENT_SCHEMA, PARSE_OPTIONS)
-    originals = {"key": F.col("key"), "value": F.col("value")}
-    if PACKED_COLUMN in raw.columns and "headers" not in raw.columns:
-        # kept packed (a plain string column): unpacking is a higher-order function, which
-        # Spark cannot compile into the projection (see dead_letters)
-        originals[PACKED_COLUMN] = F.col(PACKED_COLUMN)
-    else:
-        headers = F.col("headers") if "headers" in raw.columns else F.lit(None)
-        originals["headers"] = headers.cast(HEADERS_TYPE)
+    originals = {
+        "key": F.col("key"),
+        "value": F.col("value"),
+        "headers": original_headers(raw.columns).cast(HEADERS_TYPE),
+    }
     reason = invalid_reason(parsed, F.col("value"))
     # Only dead letters carry their key, value and headers on: valid rows are written from
     # their parsed fields, and the batch is cached (the value is most of a row's bytes).
@@ -108,12 +105,14 @@ def parse_events(raw: DataFrame) -> DataFrame:
 
 
 def original_headers(columns: list[str]) -> Column:
-    """The parsed rows' original headers as Spark's ``headers`` column: that column, or
+    """The records' headers as Spark's ``headers`` column: that column itself, or
     ``packed_headers`` unpacked (the pipeline's ``lagless-kafka`` read asks for the packed
-    form: see :mod:`lagless.spark.headers`)."""
+    form: see :mod:`lagless.spark.headers`), or null without either."""
+    if "headers" in columns:
+        return F.col("headers")
     if PACKED_COLUMN in columns:
         return unpack(F.col(PACKED_COLUMN))
-    return F.col("headers")
+    return F.lit(None)
 
 
 def valid_events(parsed: DataFrame) -> DataFrame:
@@ -156,7 +155,8 @@ def dead_letters(parsed: DataFrame) -> DataFrame:
         for name, col in dlq_headers().items()
     ]
     empty = F.array().cast(HEADERS_TYPE)
-    headers = F.coalesce(original_headers(parsed.columns), empty)
     return parsed.filter(F.col("dlq_error_class").isNotNull()).select(
-        "key", "value", F.concat(headers, F.array(*extra)).alias("headers")
+        "key",
+        "value",
+        F.concat(F.coalesce(F.col("headers"), empty), F.array(*extra)).alias("headers"),
     )
