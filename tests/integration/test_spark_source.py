@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from lagless.errors import LaglessError
@@ -23,7 +22,6 @@ from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
 from lagless.produce.workloads import ID_HEADER
 from lagless.spark.fetch import read_range
-from lagless.spark.headers import unpack
 from lagless.spark.offsets import data_loss_handler
 from lagless.spark.options import SourceOptions
 from lagless.spark.pipeline import require_jvm_kafka
@@ -31,7 +29,7 @@ from lagless.spark.schema import arrow_schema, kafka_schema
 from lagless.spark.sink import BATCH_ID_HEADER
 from lagless.spark.source import KafkaStreamReader
 from tests.conftest import Cluster
-from tests.integration.spark_helpers import EDGE_HEADERS, produce_events, spark
+from tests.integration.spark_helpers import produce_events, spark
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 __all__ = ["spark"]
@@ -363,35 +361,3 @@ def test_available_now_initial_offset_is_the_target_just_fixed(
         assert reader.latestOffset(start, ReadAllAvailable()) == start
     finally:
         reader.stop()
-
-
-def produce_with_headers(
-    cluster: Cluster, topic: str, headers: list[list[tuple[str, bytes | None]] | None]
-) -> None:
-    producer = Producer({"bootstrap.servers": cluster.bootstrap})
-    for i, record_headers in enumerate(headers):
-        producer.produce(topic, value=f"v{i}".encode(), headers=record_headers)
-    assert producer.flush(30) == 0
-
-
-def test_packed_headers_unpack_to_sparks_headers_column(
-    spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str]
-) -> None:
-    topic = make_topic(partitions=1)
-    produce_with_headers(cluster, topic, EDGE_HEADERS)
-    df = with_options(spark.read, cluster, topic, {"includeHeaders": "true", "packedHeaders": "1"})
-    assert df.schema == kafka_schema(include_headers=True, packed_headers=True)
-    rows = df.select(
-        "offset", "headers", unpack(F.col("packed_headers")).alias("unpacked")
-    ).collect()
-    assert [r.offset for r in rows] == list(range(len(EDGE_HEADERS)))
-    for row, produced in zip(rows, EDGE_HEADERS, strict=True):
-        expected = None if produced is None else [(k, v) for k, v in produced]
-        headers = None if row.headers is None else [(h.key, h.value) for h in row.headers]
-        unpacked = None if row.unpacked is None else [(h.key, h.value) for h in row.unpacked]
-        assert headers == expected
-        assert unpacked == expected
-    # packed only: Spark's schema without headers, plus the packed column
-    packed_only = with_options(spark.read, cluster, topic, {"packedHeaders": "true"})
-    assert packed_only.columns == [*kafka_schema(include_headers=False).names, "packed_headers"]
-    assert packed_only.where("packed_headers is null").count() == 1

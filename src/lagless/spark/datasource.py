@@ -38,11 +38,8 @@ class LaglessKafkaDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> StructType:
-        # Bad values are rejected when the reader is made (SourceOptions.parse).
-        def flag(key: str) -> bool:
-            return str(self.options.get(key, "false")).strip().lower() in {"true", "1", "yes"}
-
-        return kafka_schema(flag("includeheaders"), flag("packedheaders"))
+        headers = str(self.options.get("includeheaders", "false")).strip().lower()
+        return kafka_schema(include_headers=headers in {"true", "1", "yes"})
 
     # Readers and writers are imported where they are made: each Python process Spark starts
     # for a data source (schema, stream runner, read/write planning) then imports only its

@@ -24,7 +24,6 @@ from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import DoubleType, StringType, StructField, StructType, TimestampType
 
 from lagless.produce.workloads import Malformation
-from lagless.spark.headers import HEADERS_TYPE, PACKED_COLUMN, unpack
 
 CORRUPT = "_corrupt_record"
 EVENT_FIELDS = (
@@ -75,18 +74,18 @@ def invalid_reason(e: Column, value: Column) -> Column:
 def parse_events(raw: DataFrame) -> DataFrame:
     """Kafka rows -> event columns, source coordinates, ``dlq_error_class``/``dlq_error``
     (null for valid rows), and the original ``key``, ``value`` and ``headers`` of invalid rows
-    (null on valid rows, which do not need them; packed headers are unpacked for invalid rows
-    only).
+    (null on valid rows, which do not need them).
 
     One projection over the raw rows, ``from_json`` in it as a common subexpression: Spark
     keeps ``from_json`` out of whole-stage code generation, so a projection of its own would
     first copy the parsed event and every raw column (every record's header array included)
     into an intermediate row, though only dead letters keep key, value and headers."""
     parsed = F.from_json(F.col("value").cast("string"), EVENT_SCHEMA, PARSE_OPTIONS)
+    headers = F.col("headers") if "headers" in raw.columns else F.lit(None)
     originals = {
         "key": F.col("key"),
         "value": F.col("value"),
-        "headers": original_headers(raw.columns).cast(HEADERS_TYPE),
+        "headers": headers.cast("array<struct<key:string,value:binary>>"),
     }
     reason = invalid_reason(parsed, F.col("value"))
     # Only dead letters carry their key, value and headers on: valid rows are written from
@@ -102,17 +101,6 @@ def parse_events(raw: DataFrame) -> DataFrame:
         reason["cls"].alias("dlq_error_class"),
         reason["msg"].alias("dlq_error"),
     )
-
-
-def original_headers(columns: list[str]) -> Column:
-    """The records' headers as Spark's ``headers`` column: that column itself, or
-    ``packed_headers`` unpacked (the pipeline's ``lagless-kafka`` read asks for the packed
-    form: see :mod:`lagless.spark.headers`), or null without either."""
-    if "headers" in columns:
-        return F.col("headers")
-    if PACKED_COLUMN in columns:
-        return unpack(F.col(PACKED_COLUMN))
-    return F.lit(None)
 
 
 def valid_events(parsed: DataFrame) -> DataFrame:
@@ -154,7 +142,7 @@ def dead_letters(parsed: DataFrame) -> DataFrame:
         F.struct(F.lit(name).alias("key"), col.cast("string").cast("binary").alias("value"))
         for name, col in dlq_headers().items()
     ]
-    empty = F.array().cast(HEADERS_TYPE)
+    empty = F.array().cast("array<struct<key:string,value:binary>>")
     return parsed.filter(F.col("dlq_error_class").isNotNull()).select(
         "key",
         "value",

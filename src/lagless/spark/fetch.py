@@ -28,7 +28,6 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message, TopicPartitio
 from lagless.errors import ClusterError
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.offsets import PartitionRange
-from lagless.spark.headers import PACKED_COLUMN, pack
 from lagless.spark.offsets import DataLossReporter
 
 log = logging.getLogger(__name__)
@@ -36,8 +35,6 @@ log = logging.getLogger(__name__)
 BATCH_ROWS = 20_000
 CONSUME_BATCH = 5_000
 CONSUME_TIMEOUT_S = 0.1
-# Spark's headers type in Arrow (array<struct<key string, value binary>>)
-HEADERS_ARROW = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 FATAL_CODES = frozenset(
     {
@@ -90,7 +87,6 @@ class BatchBuilder:
         self.topic = topic
         self.partition = partition
         self.with_headers = "headers" in schema.names
-        self.with_packed = PACKED_COLUMN in schema.names
         self.messages: list[Message] = []
 
     def __len__(self) -> int:
@@ -118,13 +114,8 @@ class BatchBuilder:
             pa.array(list(map(Message.offset, msgs)), s.field("offset").type),
             *_timestamps(kinds, millis, s.field("timestamp").type, s.field("timestampType").type),
         ]
-        if self.with_headers or self.with_packed:
-            list_type = s.field("headers").type if self.with_headers else HEADERS_ARROW
-            headers = _headers(list(map(Message.headers, msgs)), list_type)
-            if self.with_headers:
-                columns.append(headers)
-            if self.with_packed:
-                columns.append(pack(headers))
+        if self.with_headers:
+            columns.append(_headers(list(map(Message.headers, msgs)), s.field("headers").type))
         batch = pa.RecordBatch.from_arrays(columns, schema=s)
         self.messages = []
         return batch

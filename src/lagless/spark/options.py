@@ -18,10 +18,6 @@ starts for the source import no validation library).
 - ``failOnDataLoss`` (default true): fail when records were deleted before being read, or
   log a warning and skip them.
 - ``includeHeaders`` (default false): add the ``headers`` column.
-- ``packedHeaders`` (lagless only, default false): add the ``packed_headers`` column, the
-  headers packed into one string per record (null without headers), far cheaper for Spark to
-  carry than ``headers``; ``lagless.spark.headers.unpack`` gives Spark's ``headers`` back
-  where needed (:mod:`lagless.spark.headers`).
 - ``kafkaConsumer.pollTimeoutMs`` (default 120000): a task fails when its partition yields
   nothing for this long.
 - ``startingTimestamp`` / ``startingOffsetsByTimestamp`` (``{"t": {"0": ms}}``, every
@@ -81,7 +77,6 @@ SOURCE_KEYS = {
     "maxrecordsperpartition": "maxRecordsPerPartition",
     "failondataloss": "failOnDataLoss",
     "includeheaders": "includeHeaders",
-    "packedheaders": "packedHeaders",
     "kafkaconsumer.polltimeoutms": "kafkaConsumer.pollTimeoutMs",
     "groupidprefix": "groupIdPrefix",
     "fetchoffset.numretries": "fetchOffset.numRetries",
@@ -107,7 +102,6 @@ class SourceOptions:
     min_partitions: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
-    packed_headers: bool = False
     poll_timeout_ms: int = 120_000
     starting_timestamp: int | None = None
     starting_by_timestamp: dict[str, dict[str, int]] | None = None
@@ -146,7 +140,6 @@ class SourceOptions:
             min_partitions=_int(opts, "minpartitions", "minPartitions"),
             fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
             include_headers=_bool(opts, "includeheaders", "includeHeaders", False),
-            packed_headers=_bool(opts, "packedheaders", "packedHeaders", False),
             poll_timeout_ms=_int_or(opts, "kafkaconsumer.polltimeoutms", 120_000),
             starting_timestamp=_int(opts, "startingtimestamp", "startingTimestamp", 0),
             starting_by_timestamp=_by_timestamp(opts, "startingoffsetsbytimestamp", topics),

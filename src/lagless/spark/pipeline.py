@@ -253,23 +253,17 @@ def kafka_stream(config: PipelineConfig) -> RawFactory:
             "subscribe": config.topic,
             "startingOffsets": config.starting_offsets,
             "failOnDataLoss": str(config.fail_on_data_loss).lower(),
+            "includeHeaders": "true",
         }
         if config.max_offsets_per_trigger is not None:
             options["maxOffsetsPerTrigger"] = str(config.max_offsets_per_trigger)
         if config.min_partitions is not None:
             options["minPartitions"] = str(config.min_partitions)
-        # Every record's headers are read for the dead letters, which carry them to the DLQ
-        # (which records are dead is known only once Spark has parsed them). lagless-kafka
-        # packs them into one string per record, unpacked for dead letters only
-        # (lagless.spark.headers): Spark's array<struct> column costs every record a nested
-        # array in the JVM.
         if config.source == "jvm":
             options.update(java_options(config.kafka))
-            options["includeHeaders"] = "true"
             fmt = "kafka"
         else:
             options.update({f"kafka.{k}": str(v) for k, v in config.kafka.items()})
-            options["packedHeaders"] = "true"
             fmt = FORMAT
         options.update(config.source_options)
         return spark.readStream.format(fmt).options(**options).load()

@@ -19,17 +19,14 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from lagless.spark.headers import PACKED_COLUMN
-
 if TYPE_CHECKING:
     import pyarrow as pa
 
 HEADER_TYPE = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 
 
-def kafka_schema(include_headers: bool, packed_headers: bool = False) -> StructType:
-    """key, value, topic, partition, offset, timestamp, timestampType[, headers]
-    [, packed_headers] (lagless's ``packedHeaders``: :mod:`lagless.spark.headers`)."""
+def kafka_schema(include_headers: bool) -> StructType:
+    """key, value, topic, partition, offset, timestamp, timestampType[, headers]."""
     fields = [
         StructField("key", BinaryType()),
         StructField("value", BinaryType()),
@@ -41,8 +38,6 @@ def kafka_schema(include_headers: bool, packed_headers: bool = False) -> StructT
     ]
     if include_headers:
         fields.append(StructField("headers", ArrayType(HEADER_TYPE)))
-    if packed_headers:
-        fields.append(StructField(PACKED_COLUMN, StringType()))
     return StructType(fields)
 
 
