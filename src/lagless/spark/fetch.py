@@ -88,14 +88,21 @@ class BatchBuilder:
         self.partition = partition
         self.with_headers = "headers" in schema.names
         self.messages: list[Message] = []
+        # False once a message came with an offset not above the previous one's (a consumer
+        # reset to an earlier offset): the offsets are then taken one by one
+        self.ascending = True
 
     def __len__(self) -> int:
         return len(self.messages)
 
     def add(self, msg: Message) -> None:
-        self.messages.append(msg)
+        self.extend([msg])
 
     def extend(self, msgs: list[Message]) -> None:
+        """Messages of the builder's partition, in the order one consumer delivered them
+        (a consumer's chunk of one partition has growing offsets)."""
+        if msgs and self.messages and self.ascending:
+            self.ascending = _offset(msgs[0]) > _offset(self.messages[-1])
         self.messages.extend(msgs)
 
     def flush(self) -> pa.RecordBatch:
@@ -111,14 +118,30 @@ class BatchBuilder:
             pa.array(list(map(Message.value, msgs)), s.field("value").type),
             pa.repeat(pa.scalar(self.topic, s.field("topic").type), n),
             pa.repeat(pa.scalar(self.partition, s.field("partition").type), n),
-            pa.array(list(map(Message.offset, msgs)), s.field("offset").type),
+            _offsets(msgs, s.field("offset").type, self.ascending),
             *_timestamps(kinds, millis, s.field("timestamp").type, s.field("timestampType").type),
         ]
         if self.with_headers:
             columns.append(_headers(list(map(Message.headers, msgs)), s.field("headers").type))
         batch = pa.RecordBatch.from_arrays(columns, schema=s)
         self.messages = []
+        self.ascending = True
         return batch
+
+
+def _offset(msg: Message) -> int:
+    offset: int = msg.offset()  # type: ignore[assignment]
+    return offset
+
+
+def _offsets(msgs: list[Message], offset_type: pa.DataType, ascending: bool) -> pa.Array:
+    """The records' offsets. When they grow (``ascending``) and the last is the first plus
+    ``n - 1``, they are every offset in between: a range, made without asking each message
+    (gaps from compaction or transaction markers take the per-message path)."""
+    first, last = _offset(msgs[0]), _offset(msgs[-1])
+    if ascending and last - first == len(msgs) - 1:
+        return pa.array(np.arange(first, last + 1, dtype=np.int64), offset_type)
+    return pa.array(list(map(Message.offset, msgs)), offset_type)
 
 
 def _stamp_pairs(msgs: list[Message]) -> tuple[pa.Array, pa.Array]:
@@ -149,8 +172,12 @@ def _headers(per_record: list[Any], list_type: pa.DataType) -> pa.Array:
     """``Message.headers()`` of each record (a list of ``(key, value)`` pairs, or None) as
     Spark's ``array<struct<key string, value binary>>``; null for a record without headers.
     Arrow converts the pairs itself (str values become their UTF-8 bytes, as a producer may
-    hand them)."""
-    return pa.array([h or None for h in per_record], list_type)
+    hand them); an empty list (not something a consumed record has) becomes null too."""
+    headers = pa.array(per_record, list_type)
+    empty = pc.equal(pc.list_value_length(headers), 0)
+    if pc.any(empty).as_py():
+        headers = pc.if_else(empty, pa.scalar(None, list_type), headers)
+    return headers
 
 
 def read_range(
