@@ -21,13 +21,16 @@ from lagless.errors import LaglessError
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.clients import make_producer
 from lagless.kafka.offsets import topic_ranges
+from lagless.kafka.reader import read_all
 from lagless.observe.metrics import Metrics
 from lagless.observe.timeline import load_timeline
 from lagless.produce.workloads import ID_HEADER, MALFORMED_HEADER
+from lagless.spark.events import dlq_headers
 from lagless.spark.pipeline import PipelineConfig, PipelineSummary, run_pipeline
 from lagless.spark.sink import BATCH_ID_HEADER
 from tests.conftest import LAGLESS, Cluster, run_cli
 from tests.integration.spark_helpers import (
+    EDGE_HEADERS,
     dead_letters,
     dlq_identities,
     dlq_ids,
@@ -324,3 +327,38 @@ def test_processing_time_run_commits_each_batch_to_the_group_while_running(
     assert not runner.is_alive()
     assert result[0].input_rows == 200
     assert len(parquet_ids(tmp_path / "out" / "events")) == 200
+
+
+def test_dead_letters_carry_their_exact_original_headers(
+    spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """Each dead letter: its original key, value and headers, exactly (none, duplicate keys,
+    null and empty values, binary), then the lagless-dlq-* headers and the sink's batch tag."""
+    topic = make_topic(partitions=2)
+    originals: dict[bytes, tuple[bytes | None, list[tuple[str, bytes | None]]]] = {}
+    producer = make_producer(cluster.conf)
+    for i, headers in enumerate(EDGE_HEADERS * 2):
+        value, key = f"not json {i}".encode(), (None if i % 2 else bytes([i, 0, 255]))
+        producer.produce(topic, value=value, key=key, headers=headers)
+        originals[value] = (key, list(headers or []))
+    assert producer.flush(30) == 0
+    produce_orders(cluster.conf, topic, [("ok", "DE", 1.0, datetime(2026, 1, 5, tzinfo=UTC))])
+    config = PipelineConfig.build(
+        topic=topic, output=tmp_path / "o", checkpoint=tmp_path / "c", kafka=cluster.conf
+    )
+    summary = run_pipeline(config, spark=spark)
+    assert (summary.valid_rows, summary.dlq_rows) == (1, len(originals))
+
+    seen = set()
+    for msg in read_all(cluster.conf, config.dlq_name):
+        value = msg.value()
+        assert isinstance(value, bytes) and value not in seen
+        seen.add(value)
+        key, headers = originals[value]
+        assert msg.key() == key
+        got = msg.headers() or []
+        assert got[: len(headers)] == headers  # exactly, in order
+        added = [k for k, _ in got[len(headers) :]]
+        assert added[0] == "lagless-dlq-id"
+        assert set(added) == {*dlq_headers(), BATCH_ID_HEADER}
+    assert seen == set(originals)

@@ -29,7 +29,7 @@ from lagless.spark.schema import arrow_schema, kafka_schema
 from lagless.spark.sink import BATCH_ID_HEADER
 from lagless.spark.source import KafkaStreamReader
 from tests.conftest import Cluster
-from tests.integration.spark_helpers import produce_events, spark
+from tests.integration.spark_helpers import EDGE_HEADERS, produce_events, spark
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 __all__ = ["spark"]
@@ -341,3 +341,19 @@ def test_available_now_initial_offset_is_the_target_just_fixed(
         assert reader.latestOffset(start, ReadAllAvailable()) == start
     finally:
         reader.stop()
+
+
+def test_headers_column_carries_headers_exactly(
+    spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    topic = make_topic(partitions=1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i, headers in enumerate(EDGE_HEADERS):
+        producer.produce(topic, value=f"v{i}".encode(), headers=headers)
+    assert producer.flush(30) == 0
+    df = with_options(spark.read, cluster, topic, {"includeHeaders": "true"})
+    rows = df.select("offset", "headers").collect()
+    assert [r.offset for r in rows] == list(range(len(EDGE_HEADERS)))
+    for row, produced in zip(rows, EDGE_HEADERS, strict=True):
+        got = None if row.headers is None else [(h.key, h.value) for h in row.headers]
+        assert got == produced  # null without headers, as Spark's source

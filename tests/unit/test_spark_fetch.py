@@ -68,3 +68,29 @@ def test_headers_column_without_any_header_and_with_str_values() -> None:
     assert bare.column("offset").to_pylist() == [0, 1, 2]
     builder.add(Message(topic="t", partition=0, offset=3, headers=[("s", "é")], timestamp=(1, 3)))
     assert builder.flush().column("headers").to_pylist() == [[{"key": "s", "value": "é".encode()}]]
+
+
+def offsets_of(builder: BatchBuilder, offsets: list[int], chunks: int = 1) -> list[int]:
+    msgs = [Message(topic="t", partition=0, offset=o, timestamp=(1, o)) for o in offsets]
+    size = -(-len(msgs) // chunks)
+    for i in range(0, len(msgs), size):
+        builder.extend(msgs[i : i + size])
+    column: list[int] = builder.flush().column("offset").to_pylist()
+    return column
+
+
+def test_offsets_exact_for_ranges_gaps_and_a_reset_to_earlier_offsets() -> None:
+    builder = BatchBuilder(arrow_schema(kafka_schema(include_headers=False)), "t", 0)
+    assert offsets_of(builder, list(range(10, 20)), chunks=3) == list(range(10, 20))
+    assert offsets_of(builder, [3, 4, 6, 7]) == [3, 4, 6, 7]  # a gap (compaction, markers)
+    # a consumer reset to an earlier offset between chunks: first/last/count alone would
+    # look like the range 2..5
+    assert offsets_of(builder, [2, 3, 0, 5], chunks=2) == [2, 3, 0, 5]
+    assert offsets_of(builder, [4, 5, 6, 7]) == [4, 5, 6, 7]  # each batch starts afresh
+
+
+def test_an_empty_header_list_is_null_like_no_headers() -> None:
+    builder = BatchBuilder(arrow_schema(kafka_schema(include_headers=True)), "t", 0)
+    builder.add(Message(topic="t", partition=0, offset=0, headers=[], timestamp=(1, 0)))
+    builder.add(Message(topic="t", partition=0, offset=1, headers=[("k", None)], timestamp=(1, 0)))
+    assert builder.flush().column("headers").to_pylist() == [None, [{"key": "k", "value": None}]]

@@ -68,9 +68,14 @@ class PartitionState:
     @property
     def commit_owed(self) -> bool:
         """Records finished here past the last commit sent (or read at the assignment), or
-        that commit failed."""
+        that commit failed. A partition where nothing finished yet owes nothing (its first
+        offset is not committed before a record of it finished)."""
         base = self.tracker.committable
-        return base is not None and (self.last_commit is None or self.last_commit[0] != base)
+        if base is None:
+            return False
+        if self.last_commit is None:
+            return self.finished > 0
+        return self.last_commit[0] != base
 
     @property
     def holds_nothing(self) -> bool:

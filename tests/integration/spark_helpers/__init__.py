@@ -26,6 +26,15 @@ from lagless.produce.workloads import ID_HEADER, OutRecord, Workload, WorkloadSp
 from lagless.spark.events import DLQ_ID_HEADER
 from lagless.spark.session import build_session
 
+# Headers a dead letter must carry exactly as they were produced
+EDGE_HEADERS: list[list[tuple[str, bytes | None]] | None] = [
+    None,  # no headers
+    [("a", b"1"), ("a", b"2")],  # duplicate keys, order kept
+    [("n", None), ("e", b"")],  # null and empty values
+    [("bin", bytes(range(256))), ("ключ", "é".encode())],  # binary value, non-ASCII key
+    [("", b"x,y:~")],  # empty key
+]
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
