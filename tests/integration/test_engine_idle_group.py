@@ -136,8 +136,12 @@ def test_members_started_apart_both_exit_on_the_mock_cluster(
         raise
     procs.append(spawn(cmd, ledgers[1]))
     summaries = finish_all(procs, 90)
-    assert_exactly_once(read_ledgers(ledgers), ids)
-    assert sum(int(str(s["processed"])) for s in summaries) == len(ids)
+    ledger = read_ledgers(ledgers)
+    if protocol == "consumer":
+        assert_exactly_once(ledger, ids)
+    else:  # the mock refuses the revoke commit of partitions that move: those may run twice
+        assert set(ledger) == set(ids)  # (docs/engine.md, the duplicate bounds)
+    assert sum(int(str(s["processed"])) for s in summaries) == sum(ledger.values())
     committed, ends = (
         mock_committed(mock_bootstrap, group, topic),
         mock_ends(mock_bootstrap, topic),
