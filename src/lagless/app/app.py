@@ -206,7 +206,7 @@ class App:
         if _CLI_IMPORT:
             raise ConfigError(
                 f"app.run() was called while lagless run imported {_CLI_IMPORT[-1]!r}: guard "
-                "it with `if __name__ == \"__main__\":` (lagless run starts the app itself)"
+                'it with `if __name__ == "__main__":` (lagless run starts the app itself)'
             )
         if metrics_port is not None and not (
             type(metrics_port) is int and 0 < metrics_port < 65536
@@ -257,9 +257,7 @@ class App:
         stops the app (drain, commit, leave) and re-raises. SIGTERM and SIGINT stop it as
         in :meth:`run` unless the process has its own handler for them (``asyncio.run``'s
         SIGINT cancels the task)."""
-        starting = asyncio.ensure_future(
-            asyncio.to_thread(self._start, metrics_port, metrics_host)
-        )
+        starting = asyncio.ensure_future(asyncio.to_thread(self._start, metrics_port, metrics_host))
         try:
             runner = await asyncio.shield(starting)
         except asyncio.CancelledError:  # the start goes on in its thread: stop what it starts

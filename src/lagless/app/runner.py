@@ -58,9 +58,7 @@ class Runner:
         self.stop_event = threading.Event()
         self._engines: dict[str, Engine] = {}
         self._running: dict[str, bool] = {s.name: False for s in specs}
-        self.metrics = {
-            s.name: Metrics(group=c.group) for s, c in zip(specs, configs, strict=True)
-        }
+        self.metrics = {s.name: Metrics(group=c.group) for s, c in zip(specs, configs, strict=True)}
         self.summaries: dict[str, RunSummary] = {}
         self._errors: list[BaseException] = []
         self._failing = threading.Lock()

@@ -107,23 +107,6 @@ def ctrl_c_sets(stop: threading.Event) -> Iterator[threading.Event]:
         signal.signal(signal.SIGINT, previous)
 
 
-@contextlib.contextmanager
-def ctrl_c_stops(stop: threading.Event, now: threading.Event) -> Iterator[None]:
-    """While inside, a first Ctrl-C sets ``stop`` (finish what is in progress), a second sets
-    ``now`` (stop at once), a third raises KeyboardInterrupt (whatever hangs)."""
-
-    def on_sigint(_signum: int, _frame: object) -> None:
-        if now.is_set():
-            raise KeyboardInterrupt
-        (now if stop.is_set() else stop).set()
-
-    previous = signal.signal(signal.SIGINT, on_sigint)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, sort_keys=True) + "\n")
     sys.stdout.flush()

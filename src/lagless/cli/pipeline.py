@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from lagless.app.signals import stop_on_signals
 from lagless.cli.common import (
-    ctrl_c_stops,
     err_console,
     interactive,
     kafka_conf,
@@ -55,7 +55,7 @@ def run(
         str,
         typer.Option(
             help="available-now, or processing-time=5s (until Ctrl-C / SIGTERM: the batch in "
-            "progress finishes; a second Ctrl-C stops at once)"
+            "progress finishes; a second signal stops at once)"
         ),
     ] = "available-now",
     max_offsets_per_trigger: Annotated[
@@ -158,8 +158,14 @@ def run(
                 conf=config.spark_conf,
                 log_level=spark_log_level(),
             )
-            try:
-                with ctrl_c_stops(stop, stop_now):  # after the session: PySpark sets its own
+
+            def hurry() -> None:
+                if stop_now.is_set():  # a third signal: whatever hangs (a start) is cut
+                    raise KeyboardInterrupt
+                stop_now.set()
+
+            try:  # after the session: PySpark sets a SIGINT handler of its own
+                with stop_on_signals(stop.is_set, stop.set, hurry):
                     summary = run_pipeline(
                         config,
                         spark=spark,

@@ -153,13 +153,9 @@ class AsyncWorkers:
     async def _one(self, records: Sequence[Record], epoch: int) -> None:
         try:
             if self._batch:
-                result = await run_batch_async(
-                    self._handler, records, self._policy, self._stopping
-                )
+                result = await run_batch_async(self._handler, records, self._policy, self._stopping)
             else:
-                result = await run_each_async(
-                    self._handler, records, self._policy, self._stopping
-                )
+                result = await run_each_async(self._handler, records, self._policy, self._stopping)
             self._completions.put(Completion(records, epoch, result))
         finally:  # cheaper than a done callback (one loop turn less per record)
             task = asyncio.current_task()

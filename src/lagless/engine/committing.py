@@ -177,7 +177,7 @@ class Committing(EngineCore):
         commit sends the offsets again."""
         if carry.membership(error) and self.config.eager:
             self._revoke_due_until = time.monotonic() + carry.revoke_due_s(self.config)
-        kind = error.name() if isinstance(error, KafkaError) else str(error)
+        kind = carry.name(error)
         if kind in self._commit_failures_logged:
             log.debug("commit failed for %d partitions: %s", partitions, error)
             return

@@ -84,9 +84,7 @@ def check_result(result: object) -> None:
     )
 
 
-def failure(
-    exc: BaseException, attempts: int, seconds: float, *, aborted: bool = False
-) -> Outcome:
+def failure(exc: BaseException, attempts: int, seconds: float, *, aborted: bool = False) -> Outcome:
     """The outcome of a record that failed with ``exc``."""
     return Outcome(
         ok=False,

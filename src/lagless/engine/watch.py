@@ -19,6 +19,7 @@ WATCH_EVERY_S = 0.5
 
 NEVER_ASSIGNED_WARN_S = 30.0  # say it when nothing was assigned for this long
 
+
 class Watching(EngineCore):
     """The watch step of the loop."""
 

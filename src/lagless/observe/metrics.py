@@ -86,6 +86,7 @@ def _bounds_array(histogram: Any) -> NDArray[np.float64]:
         histogram._lagless_bounds = bounds
     return bounds
 
+
 LATENCY_BUCKETS = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
     1.0, 2.5, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0, 300.0,

@@ -52,7 +52,7 @@ from lagless.spark.kafka_conf import java_options
 from lagless.spark.offsets import to_json
 from lagless.spark.progress import BatchReport, PipelineListener, ProgressTracker
 from lagless.spark.session import build_session, check_master
-from lagless.spark.stopping import StopAware, stop_queries
+from lagless.spark.stopping import POLL_S, StopAware, stop_queries
 from lagless.spark.storage import (
     Storage,
     check_writable,
@@ -67,7 +67,6 @@ log = logging.getLogger(__name__)
 KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 DURATION_RE = re.compile(r"^[0-9]+ (millisecond|second|minute|hour|day)s?$")
 TRIGGER_RE = re.compile(r"^processing-time=([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m)?$")
-POLL_S = 0.25
 PYTHON_ERROR_RE = re.compile(r"^((?:\w+\.)*\w+(?:Error|Exception): .+)$", re.MULTILINE)
 
 RawFactory = Callable[[SparkSession], DataFrame]

@@ -3,8 +3,8 @@ batch has to be interrupted.
 
 **After the batch in progress.** A stop request (``stop`` set, SIGTERM under the CLI, a first
 Ctrl-C) lets the micro-batch in progress finish and commit before the query stops: its rows are
-written once, and a restart does not read them again. ``stop_now`` set (a second Ctrl-C under
-the CLI) stops at once.
+written once, and a restart does not read them again. ``stop_now`` set (a second signal under
+the CLI, :mod:`lagless.app.signals`) stops at once.
 
 **Interrupted batches end as stops, not as crashes.** ``StreamingQuery.stop()`` interrupts a
 batch in progress; inside a Python ``foreachBatch`` the interruption surfaces as a Python
@@ -96,18 +96,22 @@ def stop_queries(
         raise KeyboardInterrupt
 
 
+def trigger_active(query: StreamingQuery) -> bool:
+    return query.isActive and bool(query.status.get("isTriggerActive"))
+
+
+def last_batch(query: StreamingQuery) -> int:
+    """The id of the last batch whose progress was reported (-1: none yet)."""
+    last = query.lastProgress
+    return -1 if last is None else int(last.batchId)
+
+
 def batch_in_progress(query: StreamingQuery) -> int | None:
     """The id of the batch the query is running, if a trigger is active (with a backlog one
     batch follows another: the trigger never looks idle)."""
-    if not (query.isActive and query.status.get("isTriggerActive")):
-        return None
-    last = query.lastProgress
-    return 0 if last is None else int(last.batchId) + 1
+    return last_batch(query) + 1 if trigger_active(query) else None
 
 
 def finished(query: StreamingQuery, batch: int) -> bool:
     """Whether ``batch`` ended (its progress was reported) or the query went idle / stopped."""
-    if not (query.isActive and query.status.get("isTriggerActive")):
-        return True
-    last = query.lastProgress
-    return last is not None and int(last.batchId) >= batch
+    return not trigger_active(query) or last_batch(query) >= batch
