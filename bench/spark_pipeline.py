@@ -26,7 +26,8 @@ Where a side's time goes (its kept run): ``outside_triggers_s`` = ``seconds`` mi
 (for the Kafka side also the Python process that runs the source's driver side) and stopping
 it; ``cpu_s`` = CPU seconds (user + system, from ``/proc``; Linux only, else absent) used during
 the run by the JVM (``jvm``: Spark's driver and executor threads, JIT and GC) and by the Python
-processes Spark started (``python``: the workers reading Kafka, the source's runner).
+processes Spark started (``python``: the workers reading Kafka, the source's runner, forked by
+lagless's fork server for local masters).
 """
 
 from __future__ import annotations
@@ -81,10 +82,17 @@ def process_cpu_s() -> dict[str, float] | None:
     children: dict[int, list[int]] = {}
     for pid, (parent, _, _) in stats.items():
         children.setdefault(parent, []).append(pid)
-    jvms = [p for p in children.get(os.getpid(), []) if b"java" in _cmdline(p)]
+    mine = children.get(os.getpid(), [])
+    jvms = [p for p in mine if b"java" in _cmdline(p)]
+    # The source runners lagless forks for Spark (lagless.spark.prefork): the server's
+    # children, not the server itself (its imports are done once per session).
+    servers = [p for p in mine if b"lagless.spark.prefork" in _cmdline(p)]
     # The JVM's own threads; its children are the Python processes (ended ones: reaped time).
-    out = {"jvm": sum(stats[p][1] for p in jvms), "python": sum(stats[p][2] for p in jvms)}
-    stack = [c for p in jvms for c in children.get(p, [])]
+    out = {
+        "jvm": sum(stats[p][1] for p in jvms),
+        "python": sum(stats[p][2] for p in jvms + servers),
+    }
+    stack = [c for p in jvms + servers for c in children.get(p, [])]
     while stack:
         pid = stack.pop()
         out["python"] += stats[pid][1] + stats[pid][2]

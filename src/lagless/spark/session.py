@@ -1,7 +1,9 @@
 """A SparkSession set up for lagless: local or standalone, quiet, data sources registered.
 
 - Local masters: Python workers run this interpreter (``PYSPARK_PYTHON`` and
-  ``spark.pyspark.python`` = ``sys.executable``), so lagless is importable.
+  ``spark.pyspark.python``), so lagless is importable; through a launcher that forks the
+  ``lagless-kafka`` source's driver-side process from a warm one (:mod:`lagless.spark.prefork`;
+  ``LAGLESS_SPARK_PREFORK=0`` runs the interpreter directly).
 - Cluster masters (``spark://``): the executors' Python is not forced to the driver's path
   (it rarely exists on the workers). It is what the user sets (``--conf
   spark.pyspark.python=...``, a packed environment through ``spark.archives``, or
@@ -32,6 +34,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from lagless.errors import ConfigError
+from lagless.spark import prefork
 
 MASTER_RE = re.compile(
     r"^(local(\[(\*|[1-9][0-9]*)\])?|spark://[^\s:/]+:[0-9]+(,[^\s:/]+:[0-9]+)*)$"
@@ -116,7 +119,8 @@ def python_env(master: str, conf: Mapping[str, str]) -> None:
     if "spark.pyspark.python" in conf:
         os.environ["PYSPARK_PYTHON"] = check_driver_python(conf["spark.pyspark.python"])
     elif is_local(master):
-        os.environ["PYSPARK_PYTHON"] = sys.executable
+        # this interpreter, its source runner forked from a warm process (lagless.spark.prefork)
+        os.environ["PYSPARK_PYTHON"] = prefork.spark_python(sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -206,7 +210,7 @@ def build_session(
         "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
     }
     if is_local(master):
-        settings["spark.pyspark.python"] = sys.executable
+        settings["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
     settings.update(conf or {})
     shipped = None if is_local(master) else str(lagless_zip())
     if shipped is not None:

@@ -1,0 +1,206 @@
+"""The source runner forked from a warm server (lagless.spark.prefork): in a real local
+SparkSession against the real broker, and the server and launcher client as processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from lagless.spark import prefork
+from tests.conftest import Cluster
+from tests.integration.spark_helpers import produce_events, spark
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+__all__ = ["spark"]
+
+CLIENT = str(Path(prefork.__file__).with_name("prefork_client.py"))
+RUNNER_ARGS = ["-m", prefork.RUNNER]
+
+
+def rows_in(spark: SparkSession, table: str) -> int:
+    count: int = spark.sql(f"SELECT count(*) FROM {table}").collect()[0][0]
+    return count
+
+
+def children_of(pid: int) -> set[int]:
+    out = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid and stat[0] != "Z":
+                out.add(int(entry.name))
+    return out
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.05)
+
+
+def test_a_query_runs_its_source_runner_forked_from_the_server(
+    spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    server = prefork._Current.server
+    assert server is not None and server.alive(), "local sessions start the fork server"
+    assert spark.conf.get("spark.pyspark.python") == str(server.launcher)
+    wait_for(server.socket_path.exists, 30, "the server listens")
+    topic = make_topic(partitions=2)
+    produced = produce_events(cluster.conf, topic, 300, bad_fraction=0.0)
+    before = children_of(server.process.pid)
+    query = (
+        spark.readStream.format("lagless-kafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .selectExpr("CAST(value AS STRING) AS v")
+        .writeStream.format("memory")
+        .queryName("prefork_rows")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+    try:
+        wait_for(lambda: bool(children_of(server.process.pid) - before), 30, "a forked runner")
+        wait_for(
+            lambda: rows_in(spark, "prefork_rows") >= produced.total,
+            60,
+            "every record read",
+        )
+        ids = {
+            r[0]
+            for r in spark.sql(
+                "SELECT get_json_object(v, '$.order_id') FROM prefork_rows"
+            ).collect()
+        }
+        assert ids == set(produced.valid)
+    finally:
+        query.stop()
+    # the runner ends with its query, and the server reaps it
+    wait_for(lambda: not (children_of(server.process.pid) - before), 15, "the runner reaped")
+    assert query.exception() is None
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A fork server of its own (not the session's)."""
+    path = str(tmp_path / "runner.sock")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lagless.spark.prefork", path], stdin=subprocess.PIPE
+    )
+    wait_for(lambda: os.path.exists(path), 30, "the server listens")
+    yield process, path
+    if process.stdin is not None:
+        process.stdin.close()
+    process.wait(timeout=10)
+
+
+def client(path: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """The launcher's client, asked for Spark's source runner."""
+    return subprocess.Popen(
+        [sys.executable, "-I", "-S", CLIENT, path, sys.executable, *RUNNER_ARGS],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def test_the_child_takes_the_launchers_streams_environment_and_exit_status(
+    server: tuple[subprocess.Popen[bytes], str],
+) -> None:
+    _, path = server
+    # The runner connects back to the JVM at the port in its environment: here a port nobody
+    # listens on, so it fails, on the stderr it was handed, and the launcher exits with its
+    # status.
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    env = {"PATH": os.environ["PATH"], "PYTHON_WORKER_FACTORY_PORT": str(port)}
+    env["PYTHON_WORKER_FACTORY_SECRET"] = "s"
+    done = client(path, env)
+    _, err = done.communicate(timeout=30)
+    assert done.returncode == 1
+    assert b"Connection refused" in err and b"python_streaming_source_runner" in err
+
+
+def launch(server_pid: int, path: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
+    """A launcher's client and the child the server forked for it."""
+    before = children_of(server_pid)
+    launcher = client(path, env)
+    wait_for(lambda: bool(children_of(server_pid) - before), 30, "a forked child")
+    (child,) = children_of(server_pid) - before
+    return launcher, child
+
+
+def test_a_signal_to_the_launcher_reaches_the_child_and_a_killed_launcher_takes_it_along(
+    server: tuple[subprocess.Popen[bytes], str],
+) -> None:
+    process, path = server
+    # A "JVM" that accepts the runner's connection and never answers: the runner waits.
+    jvm = socket.socket()
+    jvm.bind(("127.0.0.1", 0))
+    jvm.listen(4)
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHON_WORKER_FACTORY_PORT": str(jvm.getsockname()[1]),
+        "PYTHON_WORKER_FACTORY_SECRET": "s",
+    }
+    try:
+        for how in (signal.SIGTERM, signal.SIGKILL):
+            launcher, child = launch(process.pid, path, env)
+            time.sleep(0.3)
+            assert launcher.poll() is None and Path(f"/proc/{child}").exists()
+            launcher.send_signal(how)
+            launcher.wait(timeout=10)
+            wait_for(
+                lambda: child not in children_of(process.pid),  # noqa: B023 - waited for here
+                10,
+                f"the child gone after {how.name} to its launcher",
+            )
+    finally:
+        jvm.close()
+
+
+def test_the_launcher_runs_the_interpreter_itself_when_no_server_listens(tmp_path: Path) -> None:
+    program = "import sys; print('ran'); sys.exit(7)"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            CLIENT,
+            str(tmp_path / "none.sock"),
+            sys.executable,
+            "-c",
+            program,
+        ],
+        check=False,
+        capture_output=True,
+        timeout=30,
+    )
+    assert (done.returncode, done.stdout) == (7, b"ran\n")
+
+
+def test_the_server_exits_when_its_driver_goes(
+    server: tuple[subprocess.Popen[bytes], str],
+) -> None:
+    process, _ = server
+    assert process.stdin is not None
+    process.stdin.close()
+    assert process.wait(timeout=10) == 0
