@@ -84,9 +84,10 @@ class KafkaSettings(BaseSettings):
 
 ENV_PREFIX = "LAGLESS_"
 TEST_PREFIX = "LAGLESS_TEST_"  # the test suite's own variables (its cluster, its handlers)
-OTHER_VARIABLES = frozenset({"LAGLESS_CONFIG", "LAGLESS_HOME"})
+OTHER_VARIABLES = frozenset({"LAGLESS_CONFIG", "LAGLESS_HOME", "LAGLESS_SPARK_PREFORK"})
 """``LAGLESS_*`` variables that are not :class:`KafkaSettings` fields but still mean something:
-the settings file and the embedded broker's state directory."""
+the settings file, the embedded broker's state directory, and whether Spark's source runner is
+forked from a warm process (:mod:`lagless.spark.prefork`)."""
 
 
 def known_variables() -> frozenset[str]:

@@ -204,3 +204,13 @@ def test_the_server_exits_when_its_driver_goes(
     assert process.stdin is not None
     process.stdin.close()
     assert process.wait(timeout=10) == 0
+
+
+def test_a_server_started_for_a_session_leaves_nothing_when_its_driver_is_killed() -> None:
+    started = prefork.start(sys.executable)
+    wait_for(started.socket_path.exists, 30, "the server listens")
+    assert started.launcher.exists()
+    assert started.process.stdin is not None
+    started.process.stdin.close()  # what SIGKILL of the driver does to the pipe
+    assert started.process.wait(timeout=10) == 0
+    assert not started.directory.exists()

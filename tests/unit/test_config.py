@@ -76,6 +76,7 @@ def test_unknown_lagless_variables_are_named_with_the_closest_setting() -> None:
         "LAGLESS_BOOTSTRAPS": "prod:9092",
         "LAGLESS_BOOTSTRAP": "ok:1",
         "LAGLESS_HOME": "/x",
+        "LAGLESS_SPARK_PREFORK": "0",
         "LAGLESS_SASL_PASSWORD": "s",
         "LAGLESS_TEST_BOOTSTRAP": "h:1",  # the test suite's variables are not warned about
         "PATH": "/bin",
@@ -87,4 +88,8 @@ def test_unknown_lagless_variables_are_named_with_the_closest_setting() -> None:
     ]
     assert unknown_variables({"LAGLESS_ZZZ": "1"}) == [
         "LAGLESS_ZZZ is not a lagless setting and is ignored"
+    ]
+    assert unknown_variables({"LAGLESS_SPARK_PREFOK": "0"}) == [
+        "LAGLESS_SPARK_PREFOK is not a lagless setting and is ignored "
+        "(did you mean LAGLESS_SPARK_PREFORK?)"
     ]

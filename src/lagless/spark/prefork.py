@@ -51,6 +51,7 @@ RUNNER = "pyspark.sql.streaming.python_streaming_source_runner"
 # What the runner imports, then what it unpickles (the data source and its reader).
 WARM = (RUNNER, "lagless.spark.datasource", "lagless.spark.source")
 SWITCH = "LAGLESS_SPARK_PREFORK"
+OWNS_DIRECTORY = "--owns-directory"
 MAX_REQUEST = 4 * 1024 * 1024  # bytes of one request (the environment is most of it)
 
 LAUNCHER = """#!/bin/sh
@@ -129,7 +130,7 @@ def spark_python(python: str) -> str:
 def start(python: str) -> Server:
     directory = Path(tempfile.mkdtemp(prefix="lagless-prefork-"))  # private: mode 0700
     process = subprocess.Popen(
-        [python, "-m", __name__, str(directory / "runner.sock")],
+        [python, "-m", __name__, str(directory / "runner.sock"), OWNS_DIRECTORY],
         stdin=subprocess.PIPE,
         start_new_session=True,  # not in the terminal's group: Ctrl-C is the driver's
     )
@@ -150,9 +151,18 @@ def start(python: str) -> Server:
 # ---- the server process ----
 
 
-def serve(sock_path: str) -> None:
+def serve(sock_path: str, owns_directory: bool = False) -> None:
     """Import the runner's modules, then fork a child for each launcher that connects,
-    until stdin closes."""
+    until stdin closes; then remove the socket's directory if it is the server's own (so a
+    driver killed with SIGKILL leaves nothing behind)."""
+    try:
+        _serve(sock_path)
+    finally:
+        if owns_directory:
+            shutil.rmtree(os.path.dirname(sock_path), ignore_errors=True)
+
+
+def _serve(sock_path: str) -> None:
     # Forking is safe only from a single-threaded process: numpy's BLAS and pyarrow's
     # jemalloc would start threads of their own on import.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -293,4 +303,4 @@ def _launcher_gone(conn: socket.socket, children: dict[int, socket.socket | None
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], owns_directory=OWNS_DIRECTORY in sys.argv[2:])
