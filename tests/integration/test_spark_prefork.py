@@ -214,3 +214,30 @@ def test_a_server_started_for_a_session_leaves_nothing_when_its_driver_is_killed
     started.process.stdin.close()  # what SIGKILL of the driver does to the pipe
     assert started.process.wait(timeout=10) == 0
     assert not started.directory.exists()
+
+
+def test_a_server_that_cannot_fork_safely_keeps_the_launcher_until_its_driver_goes(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "own"
+    directory.mkdir()
+    launcher = directory / "python"
+    launcher.write_text("#!/bin/sh\n")
+    program = (
+        "import sys, lagless.spark.prefork as p; p.WARM = ('lagless_no_such_module',); "
+        "p.serve(sys.argv[1], owns_directory=True)"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", program, str(directory / "runner.sock")],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(3)  # an import failure is quick: the server has given up by now
+    assert process.poll() is None, "it waits for its driver"
+    assert launcher.exists() and not (directory / "runner.sock").exists()
+    assert process.stdin is not None
+    process.stdin.close()
+    assert process.wait(timeout=10) == 0
+    assert not directory.exists()
+    assert process.stderr is not None
+    assert b"cannot import its modules" in process.stderr.read()

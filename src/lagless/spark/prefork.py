@@ -152,24 +152,32 @@ def start(python: str) -> Server:
 
 
 def serve(sock_path: str, owns_directory: bool = False) -> None:
-    """Import the runner's modules, then fork a child for each launcher that connects,
-    until stdin closes; then remove the socket's directory if it is the server's own (so a
-    driver killed with SIGKILL leaves nothing behind)."""
-    try:
+    """Import the runner's modules, then fork a child for each launcher that connects, until
+    stdin closes (the driver is gone); then remove the socket's directory if it is the
+    server's own, so a driver killed with SIGKILL leaves nothing behind. A server that cannot
+    fork safely does not listen (launchers run the interpreter) and still waits for its
+    driver: the launcher lives in that directory."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if warm_up():
         _serve(sock_path)
-    finally:
-        if owns_directory:
-            shutil.rmtree(os.path.dirname(sock_path), ignore_errors=True)
+    else:
+        while os.read(sys.stdin.fileno(), 4096):
+            pass
+    if owns_directory:
+        shutil.rmtree(os.path.dirname(sock_path), ignore_errors=True)
 
 
-def _serve(sock_path: str) -> None:
-    # Forking is safe only from a single-threaded process: numpy's BLAS and pyarrow's
-    # jemalloc would start threads of their own on import.
+def warm_up() -> bool:
+    """Import what the runner imports; whether this process may fork (single-threaded)."""
+    # numpy's BLAS and pyarrow's jemalloc would start threads of their own on import
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("JE_ARROW_MALLOC_CONF", "background_thread:false")
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for name in WARM:
-        importlib.import_module(name)
+    try:
+        for name in WARM:
+            importlib.import_module(name)
+    except Exception as e:  # Spark's runner will say it again, in the query's error
+        log.warning("the source runner's fork server cannot import its modules: %s", e)
+        return False
     threads = _threads()
     if threads > 1:
         log.warning(
@@ -177,7 +185,11 @@ def _serve(sock_path: str) -> None:
             "(Spark starts the runner as a fresh interpreter)",
             threads,
         )
-        return
+        return False
+    return True
+
+
+def _serve(sock_path: str) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     partial = f"{sock_path}.{os.getpid()}"
     listener.bind(partial)
