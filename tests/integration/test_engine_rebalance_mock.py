@@ -146,7 +146,10 @@ def test_a_member_joining_re_runs_only_what_moved_uncommitted(eager: Group) -> N
                     limits[int(p)] = max(limits.get(int(p), 0), int(o))
     runs = Counter((line.partition, line.offset) for line in eager.ledger())
     twice = sorted(key for key, n in runs.items() if n > 1)
-    assert all(n <= 2 for n in runs.values())
+    # A record runs once more for each time its partition moved before a commit covered it:
+    # twice at most when b's join took one rebalance; a loaded machine can take more rounds.
+    rebalances = max(eager.revokes("a"), eager.revokes("b"), 1)
+    assert max(runs.values()) <= 1 + rebalances, f"{rebalances} rebalances"
     beyond = [(p, o) for p, o in twice if o >= limits.get(p, 0)]
     assert not beyond, f"re-run beyond what was logged not committed {limits}: {beyond[:5]}"
     assert CARRIED in eager.logs["a"], eager.logs["a"][-3000:]
