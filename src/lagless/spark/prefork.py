@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +78,10 @@ class Server:
     python: str
     directory: Path
     process: subprocess.Popen[bytes]
-    launcher: Path = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.launcher = self.directory / "python"
+    @property
+    def launcher(self) -> Path:
+        return self.directory / "python"
 
     @property
     def socket_path(self) -> Path:
@@ -161,7 +161,7 @@ def serve(sock_path: str, owns_directory: bool = False) -> None:
     if warm_up():
         _serve(sock_path)
     else:
-        while os.read(sys.stdin.fileno(), 4096):
+        while not _driver_gone():
             pass
     if owns_directory:
         shutil.rmtree(os.path.dirname(sock_path), ignore_errors=True)
@@ -200,13 +200,18 @@ def _serve(sock_path: str) -> None:
         waiting = [listener, sys.stdin, *filter(None, children.values())]
         readable, _, _ = select.select(waiting, [], [], 0.2)
         _reap(children)
-        if sys.stdin in readable and not os.read(sys.stdin.fileno(), 4096):
+        if sys.stdin in readable and _driver_gone():
             return
         for conn in readable:
             if conn is listener:
                 _accept(listener, children)
             elif isinstance(conn, socket.socket) and not conn.recv(1):
                 _launcher_gone(conn, children)
+
+
+def _driver_gone() -> bool:
+    """Read what the driver's pipe holds (nothing is ever sent): whether it closed."""
+    return not os.read(sys.stdin.fileno(), 4096)
 
 
 def _threads() -> int:
