@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -35,6 +36,14 @@ class Cluster(TestKafka):
 def cluster(lagless_bootstrap: str) -> Cluster:
     """The plugin's session broker: LAGLESS_TEST_BOOTSTRAP, else an embedded one."""
     return Cluster(lagless_bootstrap, embedded=not os.environ.get("LAGLESS_TEST_BOOTSTRAP"))
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
+    """Wait until ``check()`` is true; an AssertionError naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(0.05)
 
 
 def unique(prefix: str) -> str:

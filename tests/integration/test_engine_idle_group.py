@@ -19,7 +19,7 @@ import pytest
 
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.offsets import end_offsets
-from tests.conftest import Cluster
+from tests.conftest import Cluster, wait_for
 from tests.integration.engine_helpers import (
     LEDGER_HANDLER,
     assert_exactly_once,
@@ -29,7 +29,7 @@ from tests.integration.engine_helpers import (
     read_ledgers,
     spawn,
 )
-from tests.integration.engine_helpers.mock import lines, mock_committed, mock_ends, wait_for
+from tests.integration.engine_helpers.mock import lines, mock_committed, mock_ends
 
 pytestmark = pytest.mark.integration
 

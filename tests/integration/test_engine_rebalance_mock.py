@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from lagless.engine.ledger import LedgerLine, read_ledger
+from tests.conftest import wait_for
 from tests.integration import engine_helpers as helpers
-from tests.integration.engine_helpers.mock import lines, mock_committed, mock_ends, wait_for
+from tests.integration.engine_helpers.mock import lines, mock_committed, mock_ends
 
 pytestmark = pytest.mark.integration
 

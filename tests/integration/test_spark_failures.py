@@ -22,7 +22,7 @@ from lagless.errors import LaglessError
 from lagless.kafka.admin import create_topic
 from lagless.spark.pipeline import PipelineConfig, PipelineSummary, run_pipeline
 from lagless.spark.progress import BatchReport
-from tests.conftest import Cluster, run_cli, unique
+from tests.conftest import Cluster, run_cli, unique, wait_for
 from tests.integration.spark_helpers import (
     Produced,
     parquet_ids,
@@ -96,13 +96,6 @@ def run_in_thread(
     runner = threading.Thread(target=target, daemon=True)
     runner.start()
     return runner, reports, result
-
-
-def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
 
 
 def frozen_setup(

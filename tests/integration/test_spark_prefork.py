@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lagless.spark import prefork
-from tests.conftest import Cluster
+from tests.conftest import Cluster, wait_for
 from tests.integration.spark_helpers import produce_events, spark
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -42,14 +42,6 @@ def children_of(pid: int) -> set[int]:
             if int(stat[1]) == pid and stat[0] != "Z":
                 out.add(int(entry.name))
     return out
-
-
-def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.05)
 
 
 def test_a_query_runs_its_source_runner_forked_from_the_server(
@@ -110,8 +102,14 @@ def server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     process.wait(timeout=10)
 
 
-def client(path: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """The launcher's client, asked for Spark's source runner."""
+def client(path: str, jvm_port: int) -> subprocess.Popen[bytes]:
+    """The launcher's client, asked for Spark's source runner, which is to connect back to a
+    JVM at ``jvm_port`` (the environment Spark gives it)."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHON_WORKER_FACTORY_PORT": str(jvm_port),
+        "PYTHON_WORKER_FACTORY_SECRET": "s",
+    }
     return subprocess.Popen(
         [sys.executable, "-I", "-S", CLIENT, path, sys.executable, *RUNNER_ARGS],
         env=env,
@@ -131,18 +129,16 @@ def test_the_child_takes_the_launchers_streams_environment_and_exit_status(
     closed.bind(("127.0.0.1", 0))
     port = closed.getsockname()[1]
     closed.close()
-    env = {"PATH": os.environ["PATH"], "PYTHON_WORKER_FACTORY_PORT": str(port)}
-    env["PYTHON_WORKER_FACTORY_SECRET"] = "s"
-    done = client(path, env)
+    done = client(path, port)
     _, err = done.communicate(timeout=30)
     assert done.returncode == 1
     assert b"Connection refused" in err and b"python_streaming_source_runner" in err
 
 
-def launch(server_pid: int, path: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
+def launch(server_pid: int, path: str, jvm_port: int) -> tuple[subprocess.Popen[bytes], int]:
     """A launcher's client and the child the server forked for it."""
     before = children_of(server_pid)
-    launcher = client(path, env)
+    launcher = client(path, jvm_port)
     wait_for(lambda: bool(children_of(server_pid) - before), 30, "a forked child")
     (child,) = children_of(server_pid) - before
     return launcher, child
@@ -156,14 +152,9 @@ def test_a_signal_to_the_launcher_reaches_the_child_and_a_killed_launcher_takes_
     jvm = socket.socket()
     jvm.bind(("127.0.0.1", 0))
     jvm.listen(4)
-    env = {
-        "PATH": os.environ["PATH"],
-        "PYTHON_WORKER_FACTORY_PORT": str(jvm.getsockname()[1]),
-        "PYTHON_WORKER_FACTORY_SECRET": "s",
-    }
     try:
         for how in (signal.SIGTERM, signal.SIGKILL):
-            launcher, child = launch(process.pid, path, env)
+            launcher, child = launch(process.pid, path, jvm.getsockname()[1])
             time.sleep(0.3)
             assert launcher.poll() is None and Path(f"/proc/{child}").exists()
             launcher.send_signal(how)

@@ -1,10 +1,8 @@
 """Helpers for group tests on librdkafka's mock cluster (no admin API there): committed
-offsets and ends read with plain consumers, waiting for ledgers and conditions."""
+offsets and ends read with plain consumers, and the lines a ledger has."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
@@ -14,13 +12,6 @@ from lagless.broker.mock import AUTO_PARTITIONS
 
 def lines(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
-
-
-def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
-        time.sleep(0.05)
 
 
 def mock_committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
