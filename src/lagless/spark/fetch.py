@@ -16,9 +16,9 @@ import itertools
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -188,8 +188,18 @@ def read_range(
     poll_timeout_ms: int = 120_000,
     batch_rows: int = BATCH_ROWS,
 ) -> Iterator[pa.RecordBatch]:
-    """Every record of ``rng`` as Arrow batches of ``schema`` (Spark's Kafka schema)."""
-    consumer = make_consumer(fetch_conf(kafka))
+    """Every record of ``rng`` as Arrow batches of ``schema`` (Spark's Kafka schema).
+
+    Read by the C reader (:mod:`lagless.spark.native_fetch`) where it can be used, else with
+    confluent-kafka's Python API; both give the same batches."""
+    from lagless.spark import native_fetch  # (it imports this module)
+
+    conf = fetch_conf(kafka)
+    reader = native_fetch.open_reader(conf, rng)
+    if reader is not None:
+        yield from native_fetch.batches(reader, rng, schema, report, poll_timeout_ms, batch_rows)
+        return
+    consumer = make_consumer(conf)
     consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
     try:
         with gc_paused():
@@ -208,25 +218,43 @@ def _batches(
 ) -> Iterator[pa.RecordBatch]:
     builder = BatchBuilder(schema, rng.topic, rng.partition)
     position = rng.start
-    deadline = time.monotonic() + poll_timeout_ms / 1000
+    waiting = Waiting(rng, poll_timeout_ms)
     while position < rng.end:
         # consume() waits for that many messages or the timeout: ask for no more than the
         # range still holds. With gaps fewer come; the EOF event then ends the range.
         wanted = min(CONSUME_BATCH, rng.end - position)
         messages = consumer.consume(wanted, timeout=CONSUME_TIMEOUT_S)
-        if not messages:
-            if time.monotonic() > deadline:
-                raise ClusterError(
-                    f"no record of {rng.topic}[{rng.partition}] at offset {position} "
-                    f"(reading up to {rng.end}) within {poll_timeout_ms} ms"
-                )
+        if not waiting.got(bool(messages), position):
             continue
-        deadline = time.monotonic() + poll_timeout_ms / 1000
         position = _take(messages, builder, consumer, rng, position, report)
         if len(builder) >= batch_rows:
             yield builder.flush()
     if len(builder):
         yield builder.flush()
+
+
+class Waiting:
+    """How long a range reader waits for its next record: ``poll_timeout_ms`` from the last
+    one (or the start), then a :class:`ClusterError` naming the partition and offset."""
+
+    def __init__(self, rng: PartitionRange, poll_timeout_ms: int) -> None:
+        self.rng = rng
+        self.timeout_ms = poll_timeout_ms
+        self.deadline = time.monotonic() + poll_timeout_ms / 1000
+
+    def got(self, anything: bool, position: int) -> bool:
+        """Whether a poll brought anything (then the wait starts again); raises past the
+        deadline."""
+        if anything:
+            self.deadline = time.monotonic() + self.timeout_ms / 1000
+            return True
+        if time.monotonic() > self.deadline:
+            rng = self.rng
+            raise ClusterError(
+                f"no record of {rng.topic}[{rng.partition}] at offset {position} "
+                f"(reading up to {rng.end}) within {self.timeout_ms} ms"
+            )
+        return False
 
 
 @contextmanager
@@ -281,21 +309,55 @@ def _take(
 def _on_error(
     consumer: Any, msg: Message, rng: PartitionRange, position: int, report: DataLossReporter
 ) -> int:
-    """The position after an error event: EOF may close a range whose last offsets are gaps."""
     err: KafkaError = msg.error()  # type: ignore[assignment]
-    code = err.code()
+    event = ErrorEvent(err.code(), msg.offset(), err.str(), err.fatal())  # type: ignore[arg-type]
+    return on_error(
+        event,
+        rng,
+        position,
+        report,
+        rewind=lambda: consumer.assign(
+            [TopicPartition(rng.topic, rng.partition, OFFSET_BEGINNING)]
+        ),
+    )
+
+
+class ErrorEvent(NamedTuple):
+    """An error event of a range read: librdkafka's code, the event's offset (for EOF: the
+    partition's end), its text, and whether the client is now unusable."""
+
+    code: int
+    offset: int
+    text: str
+    fatal: bool
+
+
+def on_error(
+    event: ErrorEvent,
+    rng: PartitionRange,
+    position: int,
+    report: DataLossReporter,
+    rewind: Callable[[], None],
+) -> int:
+    """The position after an error event: EOF may close a range whose last offsets are gaps;
+    a position no longer on the broker is reported, then read from the partition's start
+    (``rewind``)."""
+    code = event.code
     if code == KafkaError._PARTITION_EOF:
-        high: int = msg.offset()  # type: ignore[assignment]
-        if high >= rng.end:
+        if event.offset >= rng.end:
             return rng.end
-        log.debug("%s[%s] ends at %s, below %s: waiting", rng.topic, rng.partition, high, rng.end)
+        log.debug(
+            "%s[%s] ends at %s, below %s: waiting", rng.topic, rng.partition, event.offset, rng.end
+        )
         return position
     if code == KafkaError._AUTO_OFFSET_RESET:
-        report(f"{rng.topic}[{rng.partition}] offset {position} is no longer available ({err})")
-        consumer.assign([TopicPartition(rng.topic, rng.partition, OFFSET_BEGINNING)])
+        report(
+            f"{rng.topic}[{rng.partition}] offset {position} is no longer available ({event.text})"
+        )
+        rewind()
         return position
-    if err.fatal() or code in FATAL_CODES:
-        raise ClusterError(f"cannot read {rng.topic}[{rng.partition}] at {position}: {err.str()}")
+    if event.fatal or code in FATAL_CODES:
+        raise ClusterError(f"cannot read {rng.topic}[{rng.partition}] at {position}: {event.text}")
     # Transport errors and the like: librdkafka reconnects; the poll deadline bounds the wait.
-    log.warning("error reading %s[%s], retrying: %s", rng.topic, rng.partition, err.str())
+    log.warning("error reading %s[%s], retrying: %s", rng.topic, rng.partition, event.text)
     return position

@@ -34,7 +34,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from lagless.errors import ConfigError
-from lagless.spark import prefork
+from lagless.spark import native_fetch, prefork
 
 MASTER_RE = re.compile(
     r"^(local(\[(\*|[1-9][0-9]*)\])?|spark://[^\s:/]+:[0-9]+(,[^\s:/]+:[0-9]+)*)$"
@@ -199,6 +199,8 @@ def build_session(
 ) -> SparkSession:
     """Start (or reuse) the process's SparkSession, with lagless's data sources registered."""
     python_env(check_master(master), conf or {})
+    if native_fetch.switch() and is_local(master):
+        native_fetch.say_if_unavailable()
     log_conf = log4j2_file(quiet=log_level.upper() in {"WARN", "ERROR", "OFF"})
     java_opts = f"-Dlog4j2.configurationFile=file:{log_conf}"
     builder = SparkSession.builder.master(master).appName(app_name)

@@ -36,6 +36,7 @@ from lagless.kafka.clients import make_producer
 from lagless.produce.producer import DeliveryStats
 from lagless.spark.options import SinkOptions
 from lagless.spark.schema import HEADER_TYPE
+from lagless.spark.worker import freeze_imports
 
 BATCH_ID_HEADER = "lagless-batch-id"
 PRODUCER_DEFAULTS: dict[str, Any] = {
@@ -80,6 +81,7 @@ def produce_batches(
     options: SinkOptions, batches: Iterator[pa.RecordBatch], batch_id: int | None
 ) -> KafkaCommitMessage:
     """Produce every row of ``batches``; raise ClusterError unless all were delivered."""
+    freeze_imports()
     producer = make_producer({**PRODUCER_DEFAULTS, **options.kafka})
     stats = DeliveryStats()
     tag = [(BATCH_ID_HEADER, str(batch_id).encode())] if batch_id is not None else []

@@ -181,7 +181,9 @@ class _KafkaReading:
                 return iter(())
             raise TypeError(f"not a lagless-kafka partition: {partition!r}")
         from lagless.spark.fetch import read_range  # tasks only: not in the driver's runner
+        from lagless.spark.worker import freeze_imports
 
+        freeze_imports()
         return read_range(
             self.options.reader_conf(),
             partition.range,

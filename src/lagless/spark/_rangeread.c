@@ -1,0 +1,468 @@
+/* lagless.spark._rangeread: read one Kafka partition's records straight into Arrow buffers.
+ *
+ * The Python range reader (lagless/spark/fetch.py) spends most of a Spark read task on
+ * per-record Python objects: confluent-kafka's consume() makes a Message (and its key, value
+ * and topic objects) for every record, Message.headers() a list of tuples, and each column is
+ * then gathered from those objects. This module does the same reading with librdkafka's C API
+ * and appends each record's fields to growing column buffers, so no Python object exists per
+ * record; Python wraps the buffers as Arrow arrays (pyarrow.Array.from_buffers).
+ *
+ * librdkafka is the library confluent-kafka already loaded: Python passes its path and the
+ * functions are looked up with dlsym, so nothing is linked at build time and both clients
+ * use one librdkafka. The declarations below are the stable public C API of librdkafka 1.x/2.x
+ * (rd_kafka_message_t's layout is part of it).
+ *
+ * The Python side keeps the range logic (when the range is complete, what an error event
+ * means); this side reports error events in order and never drops a consumed record: a record
+ * that would overflow the current buffers' 32-bit offsets is kept for the next call.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "_arrowbuf.h"
+#include "_rdkafka.h"
+#include "_rklog.h"
+
+typedef struct {
+    PyObject_HEAD
+    rd_kafka_t *rk;
+    rd_kafka_queue_t *queue;
+    char *topic;
+    int32_t partition;
+    int busy;
+    /* consumed messages not yet added (they would have overflowed the buffers) */
+    rd_kafka_message_t **pending;
+    size_t pending_at, pending_n, batch_max;
+    /* the most bytes one variable-length column holds between takes (Arrow's int32 offsets) */
+    size_t max_bytes;
+    /* the columns */
+    size_t rows;
+    VarCol key, value, hkey, hvalue;
+    Buf offsets, ts, ts_valid, ts_type, hvalid, hoffsets;
+    size_t ts_nulls, h_nulls, h_count;
+} Reader;
+
+/* ---- loading librdkafka ---- */
+#define LOOKUP(field, name)                                                                      \
+    do {                                                                                         \
+        *(void **)(&rk.field) = dlsym(lib, name);                                                \
+        if (!rk.field) {                                                                         \
+            PyErr_Format(PyExc_ImportError, "librdkafka at %s has no %s", path, name);           \
+            return NULL;                                                                         \
+        }                                                                                        \
+    } while (0)
+
+static PyObject *load(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    const char *path = PyUnicode_AsUTF8(arg);
+    if (!path) return NULL;
+    if (rk_loaded) Py_RETURN_NONE;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        PyErr_Format(PyExc_ImportError, "cannot load librdkafka from %s: %s", path, dlerror());
+        return NULL;
+    }
+    LOOKUP(conf_new, "rd_kafka_conf_new");
+    LOOKUP(conf_set, "rd_kafka_conf_set");
+    LOOKUP(conf_destroy, "rd_kafka_conf_destroy");
+    LOOKUP(conf_set_log_cb, "rd_kafka_conf_set_log_cb");
+    LOOKUP(new_, "rd_kafka_new");
+    LOOKUP(poll_set_consumer, "rd_kafka_poll_set_consumer");
+    LOOKUP(list_new, "rd_kafka_topic_partition_list_new");
+    LOOKUP(list_add, "rd_kafka_topic_partition_list_add");
+    LOOKUP(list_set_offset, "rd_kafka_topic_partition_list_set_offset");
+    LOOKUP(list_destroy, "rd_kafka_topic_partition_list_destroy");
+    LOOKUP(assign, "rd_kafka_assign");
+    LOOKUP(queue_get_consumer, "rd_kafka_queue_get_consumer");
+    LOOKUP(queue_destroy, "rd_kafka_queue_destroy");
+    LOOKUP(consume_batch_queue, "rd_kafka_consume_batch_queue");
+    LOOKUP(message_destroy, "rd_kafka_message_destroy");
+    LOOKUP(message_timestamp, "rd_kafka_message_timestamp");
+    LOOKUP(message_headers, "rd_kafka_message_headers");
+    LOOKUP(header_get_all, "rd_kafka_header_get_all");
+    LOOKUP(err2str, "rd_kafka_err2str");
+    LOOKUP(fatal_error, "rd_kafka_fatal_error");
+    LOOKUP(consumer_close, "rd_kafka_consumer_close");
+    LOOKUP(destroy, "rd_kafka_destroy");
+    rk_loaded = 1;
+    Py_RETURN_NONE;
+}
+
+/* ---- the reader ---- */
+static void reset_columns(Reader *self) {
+    self->rows = 0;
+    varcol_reset(&self->key);
+    varcol_reset(&self->value);
+    varcol_reset(&self->hkey);
+    varcol_reset(&self->hvalue);
+    self->offsets.len = self->ts.len = self->ts_valid.len = self->ts_type.len = 0;
+    self->hvalid.len = self->hoffsets.len = 0;
+    self->ts_nulls = self->h_nulls = self->h_count = 0;
+    int32_t zero = 0;
+    buf_put(&self->hoffsets, &zero, sizeof zero);
+}
+
+static int assign_at(Reader *self, int64_t offset) {
+    rd_kafka_topic_partition_list_t *list = rk.list_new(1);
+    int err;
+    rk.list_add(list, self->topic, self->partition);
+    rk.list_set_offset(list, self->topic, self->partition, offset);
+    Py_BEGIN_ALLOW_THREADS
+    err = rk.assign(self->rk, list);
+    Py_END_ALLOW_THREADS
+    rk.list_destroy(list);
+    if (err) {
+        PyErr_Format(PyExc_RuntimeError, "cannot assign %s[%d] at %lld: %s", self->topic,
+                     self->partition, (long long)offset, rk.err2str(err));
+        return -1;
+    }
+    return 0;
+}
+
+static int Reader_init(Reader *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"conf", "topic", "partition", "start", "max_bytes", NULL};
+    PyObject *conf;
+    const char *topic;
+    int partition;
+    long long start;
+    Py_ssize_t max_bytes = INT32_MAX;
+    char errstr[512];
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!siL|n", kwlist, &PyList_Type, &conf, &topic,
+                                     &partition, &start, &max_bytes))
+        return -1;
+    if (max_bytes < 1 || max_bytes > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "max_bytes must be from 1 to 2**31 - 1");
+        return -1;
+    }
+    if (!rk_loaded) {
+        PyErr_SetString(PyExc_RuntimeError, "librdkafka is not loaded (call load(path))");
+        return -1;
+    }
+    if (self->rk) {
+        PyErr_SetString(PyExc_RuntimeError, "a RangeReader is initialised once");
+        return -1;
+    }
+    rd_kafka_conf_t *c = rk.conf_new();
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(conf); i++) {
+        const char *name, *value;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(conf, i), "ss", &name, &value)) {
+            rk.conf_destroy(c);
+            return -1;
+        }
+        if (rk.conf_set(c, name, value, errstr, sizeof errstr) != RK_CONF_OK) {
+            rk.conf_destroy(c);
+            PyErr_SetString(PyExc_ValueError, errstr);
+            return -1;
+        }
+    }
+    rk.conf_set_log_cb(c, on_log);
+    self->rk = rk.new_(RK_CONSUMER, c, errstr, sizeof errstr); /* owns c on success */
+    if (!self->rk) {
+        rk.conf_destroy(c);
+        PyErr_SetString(PyExc_ValueError, errstr);
+        return -1;
+    }
+    rk.poll_set_consumer(self->rk);
+    self->queue = rk.queue_get_consumer(self->rk);
+    self->topic = strdup(topic);
+    self->partition = partition;
+    self->batch_max = 0;
+    self->max_bytes = (size_t)max_bytes;
+    reset_columns(self);
+    return assign_at(self, start);
+}
+
+/* Add one record to the columns: 0, or -1 if its bytes do not fit beside those buffered (nothing
+ * added), -2 out of memory, -3 if they do not fit even alone. */
+static int add_record(Reader *self, rd_kafka_message_t *m) {
+    const size_t limit = self->max_bytes;
+    rd_kafka_headers_t *hdrs = NULL;
+    size_t hbytes = 0, hn = 0;
+    const char *name;
+    const void *val;
+    size_t size;
+    if (rk.message_headers(m, &hdrs) == 0 && hdrs) {
+        while (rk.header_get_all(hdrs, hn, &name, &val, &size) == 0) {
+            hbytes += strlen(name) + size;
+            hn++;
+        }
+    }
+    if (self->key.data.len + m->key_len > limit || self->value.data.len + m->len > limit ||
+        self->hkey.data.len + self->hvalue.data.len + hbytes > limit)
+        return self->rows ? -1 : -3;
+    size_t row = self->rows;
+    int tstype = 0;
+    int64_t ms = rk.message_timestamp(m, &tstype);
+    int64_t micros = tstype == RK_TS_NONE ? 0 : ms * 1000;
+    int32_t kind = tstype - 1, hend;
+    if (varcol_put(&self->key, row, m->key, m->key_len, m->key != NULL) ||
+        varcol_put(&self->value, row, m->payload, m->len, m->payload != NULL) ||
+        buf_put(&self->offsets, &m->offset, sizeof m->offset) ||
+        buf_put(&self->ts, &micros, sizeof micros) ||
+        bit_put(&self->ts_valid, row, tstype != RK_TS_NONE) ||
+        buf_put(&self->ts_type, &kind, sizeof kind) || bit_put(&self->hvalid, row, hn > 0))
+        return -2;
+    if (tstype == RK_TS_NONE) self->ts_nulls++;
+    if (!hn) self->h_nulls++;
+    for (size_t i = 0; i < hn; i++) {
+        rk.header_get_all(hdrs, i, &name, &val, &size);
+        if (varcol_put(&self->hkey, self->h_count, name, strlen(name), 1) ||
+            varcol_put(&self->hvalue, self->h_count, val, size, val != NULL))
+            return -2;
+        self->h_count++;
+    }
+    hend = (int32_t)self->h_count;
+    if (buf_put(&self->hoffsets, &hend, sizeof hend)) return -2;
+    self->rows++;
+    return 0;
+}
+
+/* consume(max, timeout_ms, end) -> (events, position or -1, full)
+ *
+ * Waits up to timeout_ms for up to max messages. Records below `end` are added to the columns;
+ * a record at or past `end` sets the position to `end`. events: the error events, in order, as
+ * (code, offset, text, fatal). position: one past the last record added or ending the range,
+ * -1 if none. full: the buffers are full (a consumed record is kept for after take()). */
+static PyObject *Reader_consume(Reader *self, PyObject *args) {
+    Py_ssize_t max;
+    int timeout_ms;
+    long long end;
+    if (!PyArg_ParseTuple(args, "niL", &max, &timeout_ms, &end)) return NULL;
+    if (!self->rk) {
+        PyErr_SetString(PyExc_RuntimeError, "the reader is closed");
+        return NULL;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the reader is in use by another thread");
+        return NULL;
+    }
+    if (max < 1) max = 1;
+    PyObject *events = PyList_New(0);
+    if (!events) return NULL;
+    long long position = -1;
+    int full = 0, failed = 0;
+    self->busy = 1;
+    if (self->pending_at >= self->pending_n) {
+        if ((size_t)max > self->batch_max) {
+            rd_kafka_message_t **p = realloc(self->pending, (size_t)max * sizeof *p);
+            if (!p) {
+                self->busy = 0;
+                Py_DECREF(events);
+                return PyErr_NoMemory();
+            }
+            self->pending = p;
+            self->batch_max = (size_t)max;
+        }
+        ssize_t got;
+        Py_BEGIN_ALLOW_THREADS
+        got = rk.consume_batch_queue(self->queue, timeout_ms, self->pending, (size_t)max);
+        Py_END_ALLOW_THREADS
+        self->pending_at = 0;
+        self->pending_n = got > 0 ? (size_t)got : 0;
+    }
+    while (self->pending_at < self->pending_n) {
+        rd_kafka_message_t *m = self->pending[self->pending_at];
+        if (m->err) {
+            int code = m->err, fatal = 0;
+            char text[512];
+            if (code == RK_ERR_FATAL) {
+                fatal = 1;
+                code = rk.fatal_error(self->rk, text, sizeof text);
+            } else if (m->payload && m->len) {
+                snprintf(text, sizeof text, "%.*s", (int)m->len, (const char *)m->payload);
+            } else {
+                snprintf(text, sizeof text, "%s", rk.err2str(code));
+            }
+            PyObject *ev = Py_BuildValue("(iLsi)", code, (long long)m->offset, text, fatal);
+            if (!ev || PyList_Append(events, ev)) {
+                Py_XDECREF(ev);
+                failed = 1;
+                break;
+            }
+            Py_DECREF(ev);
+        } else if (m->offset >= end) {
+            position = end;
+        } else {
+            int r = add_record(self, m);
+            if (r == -1) {
+                full = 1;
+                break; /* kept: added after the next take() */
+            }
+            if (r == -3) {
+                /* the offset of a record too large for one batch */
+                PyObject *at = PyLong_FromLongLong((long long)m->offset);
+                if (at) {
+                    PyErr_SetObject(PyExc_OverflowError, at);
+                    Py_DECREF(at);
+                }
+                failed = 1;
+                break; /* kept: the reader is not usable past it */
+            }
+            if (r == -2) {
+                failed = 1;
+                break;
+            }
+            position = m->offset + 1;
+        }
+        rk.message_destroy(m);
+        self->pending_at++;
+    }
+    self->busy = 0;
+    if (failed) {
+        Py_DECREF(events);
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    }
+    return Py_BuildValue("(NLO)", events, position, full ? Py_True : Py_False);
+}
+
+static PyObject *bytes_of(Buf *b) {
+    return PyBytes_FromStringAndSize(b->data ? b->data : "", (Py_ssize_t)b->len);
+}
+
+static PyObject *varcol_take(VarCol *c) {
+    return Py_BuildValue("(NNNn)", c->nulls ? bytes_of(&c->valid) : Py_NewRef(Py_None),
+                         bytes_of(&c->offsets), bytes_of(&c->data), (Py_ssize_t)c->nulls);
+}
+
+/* take() -> the columns added since the last take, as bytes (then starts empty):
+ * (rows, key, value, offsets, (ts, ts_valid or None, ts_nulls), ts_type,
+ *  (hvalid or None, hoffsets, h_nulls), hkey, hvalue)
+ * where key, value, hkey and hvalue are (validity or None, offsets, data, nulls). */
+static PyObject *Reader_take(Reader *self, PyObject *unused) {
+    (void)unused;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the reader is in use by another thread");
+        return NULL;
+    }
+    PyObject *out = Py_BuildValue(
+        "(nNNN(NNn)N(NNn)NN)", (Py_ssize_t)self->rows, varcol_take(&self->key),
+        varcol_take(&self->value), bytes_of(&self->offsets), bytes_of(&self->ts),
+        self->ts_nulls ? bytes_of(&self->ts_valid) : Py_NewRef(Py_None),
+        (Py_ssize_t)self->ts_nulls, bytes_of(&self->ts_type),
+        self->h_nulls ? bytes_of(&self->hvalid) : Py_NewRef(Py_None), bytes_of(&self->hoffsets),
+        (Py_ssize_t)self->h_nulls, varcol_take(&self->hkey), varcol_take(&self->hvalue));
+    if (out) reset_columns(self);
+    return out;
+}
+
+static void drop_pending(Reader *self) {
+    while (self->pending_at < self->pending_n)
+        rk.message_destroy(self->pending[self->pending_at++]);
+}
+
+static PyObject *Reader_assign(Reader *self, PyObject *args) {
+    long long offset;
+    if (!PyArg_ParseTuple(args, "L", &offset)) return NULL;
+    if (!self->rk) {
+        PyErr_SetString(PyExc_RuntimeError, "the reader is closed");
+        return NULL;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the reader is in use by another thread");
+        return NULL;
+    }
+    /* messages consumed for the old position are dropped */
+    drop_pending(self);
+    if (assign_at(self, offset)) return NULL;
+    Py_RETURN_NONE;
+}
+
+static void close_client(Reader *self) {
+    drop_pending(self);
+    if (self->queue) {
+        rk.queue_destroy(self->queue);
+        self->queue = NULL;
+    }
+    if (self->rk) {
+        rd_kafka_t *r = self->rk;
+        self->rk = NULL;
+        Py_BEGIN_ALLOW_THREADS
+        rk.consumer_close(r);
+        rk.destroy(r);
+        Py_END_ALLOW_THREADS
+    }
+}
+
+static PyObject *Reader_close(Reader *self, PyObject *unused) {
+    (void)unused;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the reader is in use by another thread");
+        return NULL;
+    }
+    close_client(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Reader_buffered(Reader *self, void *closure) {
+    (void)closure;
+    return PyLong_FromSize_t(self->rows);
+}
+
+static void Reader_dealloc(Reader *self) {
+    close_client(self);
+    free(self->pending);
+    free(self->topic);
+    varcol_free(&self->key);
+    varcol_free(&self->value);
+    varcol_free(&self->hkey);
+    varcol_free(&self->hvalue);
+    free(self->offsets.data);
+    free(self->ts.data);
+    free(self->ts_valid.data);
+    free(self->ts_type.data);
+    free(self->hvalid.data);
+    free(self->hoffsets.data);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef Reader_methods[] = {
+    {"consume", (PyCFunction)Reader_consume, METH_VARARGS, "consume(max, timeout_ms, end)"},
+    {"take", (PyCFunction)Reader_take, METH_NOARGS, "the columns added since the last take"},
+    {"assign", (PyCFunction)Reader_assign, METH_VARARGS, "read from this offset on"},
+    {"close", (PyCFunction)Reader_close, METH_NOARGS, "close the consumer"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Reader_getset[] = {
+    {"rows", (getter)Reader_buffered, NULL, "records added since the last take", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lagless.spark._rangeread.RangeReader",
+    .tp_basicsize = sizeof(Reader),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "RangeReader(conf: list[tuple[str, str]], topic, partition, start)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Reader_init,
+    .tp_dealloc = (destructor)Reader_dealloc,
+    .tp_methods = Reader_methods,
+    .tp_getset = Reader_getset,
+};
+
+static PyMethodDef module_methods[] = {
+    {"load", load, METH_O, "load(path): use the librdkafka at path"},
+    {"take_logs", take_logs, METH_NOARGS, "librdkafka's log lines since the last call"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "lagless.spark._rangeread",
+    "Read a Kafka partition's records into Arrow buffers (see native_fetch.py).", -1,
+    module_methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__rangeread(void) {
+    if (PyType_Ready(&ReaderType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddObjectRef(m, "RangeReader", (PyObject *)&ReaderType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

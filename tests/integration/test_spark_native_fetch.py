@@ -1,0 +1,229 @@
+"""The range reader's C path against the real broker: the same batches as confluent-kafka's
+Python API for every kind of record, nothing lost when its buffers fill, the same errors, and a
+fallback that says why."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import uuid
+from collections.abc import Callable
+
+import pyarrow as pa
+import pytest
+from confluent_kafka import Producer
+
+from lagless.errors import ClusterError, ConfigError, LaglessError, RecordError
+from lagless.kafka.offsets import PartitionRange
+from lagless.spark import native_fetch
+from lagless.spark.fetch import fetch_conf, read_range
+from lagless.spark.offsets import data_loss_handler
+from lagless.spark.schema import arrow_schema, kafka_schema
+from tests.conftest import Cluster
+from tests.integration.spark_helpers import EDGE_HEADERS
+
+pytestmark = [pytest.mark.integration]
+
+BIG = bytes(range(256)) * 400  # 100 KiB
+
+
+@pytest.fixture
+def edge_topic(cluster: Cluster, make_topic: Callable[..., str]) -> str:
+    """One partition of 3 x 9 records: every header case, null/empty/binary keys, a tombstone,
+    an empty and a 100 KiB value, create times from the producer and given ones."""
+    topic = make_topic(partitions=1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5})
+    keys: list[bytes | None] = [None, b"", b"k", bytes(range(256))]
+    values: list[bytes | None] = [b"v", None, b"", BIG]
+    for round_ in range(3):
+        for i in range(9):
+            extra = {"timestamp": 1_700_000_000_000 + i} if i % 2 else {}
+            producer.produce(
+                topic,
+                key=keys[i % len(keys)],
+                value=values[(i + round_) % len(values)],
+                headers=EDGE_HEADERS[i % len(EDGE_HEADERS)],
+                partition=0,
+                **extra,
+            )
+    assert producer.flush(30) == 0
+    return topic
+
+
+def read(
+    cluster: Cluster,
+    rng: PartitionRange,
+    headers: bool,
+    native: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    batch_rows: int = 20_000,
+    poll_ms: int = 20_000,
+) -> list[pa.RecordBatch]:
+    monkeypatch.setenv(native_fetch.SWITCH, "1" if native else "0")
+    schema = arrow_schema(kafka_schema(include_headers=headers))
+    batches = list(
+        read_range(cluster.conf, rng, schema, data_loss_handler(True), 20_000, batch_rows)
+    )
+    assert all(b.schema.equals(schema) for b in batches)
+    return batches
+
+
+def test_the_c_reader_is_built_where_a_compiler_is() -> None:
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler here: lagless reads through confluent-kafka (tested below)")
+    mod, why = native_fetch.module()
+    assert mod is not None, why
+
+
+@pytest.mark.parametrize("headers", [True, False])
+@pytest.mark.parametrize(("start", "end", "batch_rows"), [(0, 27, 20_000), (4, 23, 5)])
+def test_both_readers_give_the_same_batches(
+    cluster: Cluster,
+    edge_topic: str,
+    monkeypatch: pytest.MonkeyPatch,
+    headers: bool,
+    start: int,
+    end: int,
+    batch_rows: int,
+) -> None:
+    if native_fetch.module()[0] is None:
+        pytest.skip(f"the C reader cannot run here: {native_fetch.module()[1]}")
+    rng = PartitionRange(edge_topic, 0, start, end)
+    native = read(cluster, rng, headers, True, monkeypatch, batch_rows)
+    python = read(cluster, rng, headers, False, monkeypatch, batch_rows)
+    assert pa.Table.from_batches(native).equals(pa.Table.from_batches(python))
+    table = pa.Table.from_batches(native)
+    assert table.column("offset").to_pylist() == list(range(start, end))
+    if headers:
+        got = table.column("headers").to_pylist()
+        want = [EDGE_HEADERS[o % 9 % len(EDGE_HEADERS)] for o in range(start, end)]
+        assert [None if h is None else [(x["key"], x["value"]) for x in h] for h in got] == want
+    stamps = dict(zip(range(start, end), table.column("timestamp").to_pylist(), strict=True))
+    for offset, stamp in stamps.items():
+        if offset % 9 % 2:  # given by the producer
+            assert stamp.timestamp() * 1000 == pytest.approx(1_700_000_000_000 + offset % 9)
+    assert set(table.column("timestampType").to_pylist()) == {0}  # create time
+
+
+def c_reader(cluster: Cluster, rng: PartitionRange, **kwargs: int) -> object:
+    mod, why = native_fetch.module()
+    if mod is None:
+        pytest.skip(f"the C reader cannot run here: {why}")
+    pairs = native_fetch.conf_pairs(fetch_conf(cluster.conf))
+    assert isinstance(pairs, list)
+    return mod.RangeReader(pairs, rng.topic, rng.partition, rng.start, **kwargs)
+
+
+def test_full_buffers_keep_every_record_for_the_next_batch(
+    cluster: Cluster, edge_topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record that would overflow the buffers' offsets waits for the next batch (here the
+    limit is 110 KiB instead of 2 GiB, so each 100 KiB value ends a batch)."""
+    rng = PartitionRange(edge_topic, 0, 0, 27)
+    reader = c_reader(cluster, rng, max_bytes=110 * 1024)
+    schema = arrow_schema(kafka_schema(include_headers=True))
+    batches = list(native_fetch.batches(reader, rng, schema, data_loss_handler(True), 20_000, 1000))
+    assert len(batches) > 3, "the big values split the range"
+    assert all(
+        sum(len(v or b"") for v in b.column("value").to_pylist()) <= 110 * 1024 for b in batches
+    )
+    python = read(cluster, rng, True, False, monkeypatch)
+    assert pa.Table.from_batches(batches).equals(pa.Table.from_batches(python))
+
+
+def test_a_record_larger_than_a_batch_holds_is_a_record_error(
+    cluster: Cluster, edge_topic: str
+) -> None:
+    rng = PartitionRange(edge_topic, 0, 0, 27)
+    reader = c_reader(cluster, rng, max_bytes=50 * 1024)
+    schema = arrow_schema(kafka_schema(include_headers=False))
+    with pytest.raises(RecordError) as err:
+        list(native_fetch.batches(reader, rng, schema, data_loss_handler(True), 20_000, 1000))
+    assert err.value.coordinates.offset == 3  # the first 100 KiB value
+    assert err.value.coordinates.topic == edge_topic
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_errors_are_the_same_one_line_on_both_paths(
+    cluster: Cluster, edge_topic: str, monkeypatch: pytest.MonkeyPatch, native: bool
+) -> None:
+    # a partition the topic does not have: librdkafka only logs it; the poll timeout ends it
+    rng = PartitionRange(edge_topic, 3, 0, 5)
+    with pytest.raises(ClusterError, match=rf"no record of {edge_topic}\[3\] at offset 0 "):
+        read(cluster, rng, False, native, monkeypatch, poll_ms=1500)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_lost_offset_is_reported_the_same_on_both_paths(
+    mock_bootstrap: str, monkeypatch: pytest.MonkeyPatch, native: bool
+) -> None:
+    """An offset the broker no longer has (here: past the partition's end, which the mock
+    cluster answers with OFFSET_OUT_OF_RANGE; Tansu does not) goes to failOnDataLoss."""
+    topic = f"lost-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": mock_bootstrap})
+    for i in range(10):
+        producer.produce(topic, f"v{i}".encode(), partition=0)
+    assert producer.flush(30) == 0
+    monkeypatch.setenv(native_fetch.SWITCH, "1" if native else "0")
+    schema = arrow_schema(kafka_schema(include_headers=False))
+    lost: list[str] = []
+    rng = PartitionRange(topic, 0, 40, 45)
+    conf = {"bootstrap.servers": mock_bootstrap}
+    # then read from the partition's start (records 0-9 here), and wait for the rest
+    with pytest.raises(ClusterError, match=r"no record of .* at offset 10 "):
+        list(read_range(conf, rng, schema, lost.append, 3000))
+    assert lost and lost[0].startswith(f"{topic}[0] offset 40 is no longer available"), lost
+    with pytest.raises(LaglessError, match=rf"{topic}\[0\] offset 40 is no longer available"):
+        list(
+            read_range({"bootstrap.servers": mock_bootstrap}, rng, schema, data_loss_handler(True))
+        )
+
+
+def test_a_bad_client_option_is_one_config_error(
+    cluster: Cluster, edge_topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if native_fetch.module()[0] is None:
+        pytest.skip(f"the C reader cannot run here: {native_fetch.module()[1]}")
+    monkeypatch.setenv(native_fetch.SWITCH, "1")
+    schema = arrow_schema(kafka_schema(include_headers=False))
+    rng = PartitionRange(edge_topic, 0, 0, 5)
+    with pytest.raises(ConfigError, match=r"fetch\.wait\.max\.ms"):
+        list(read_range({**cluster.conf, "fetch.wait.max.ms": "soon"}, rng, schema, print))
+
+
+def test_an_option_only_confluent_kafka_takes_falls_back_and_says_why(
+    cluster: Cluster,
+    edge_topic: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv(native_fetch.SWITCH, "1")
+    schema = arrow_schema(kafka_schema(include_headers=True))
+    rng = PartitionRange(edge_topic, 0, 0, 27)
+    seen: list[object] = []
+    conf = {**cluster.conf, "error_cb": seen.append}
+    with caplog.at_level(logging.WARNING, logger="lagless.spark.native_fetch"):
+        batches = list(read_range(conf, rng, schema, data_loss_handler(True)))
+    assert sum(b.num_rows for b in batches) == 27
+    assert any(
+        "Python API (slower)" in r.getMessage() and "error_cb" in r.getMessage()
+        for r in caplog.records
+    ), caplog.text
+
+
+def test_librdkafka_log_lines_reach_python_logging(
+    cluster: Cluster, edge_topic: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    mod, why = native_fetch.module()
+    if mod is None:
+        pytest.skip(f"the C reader cannot run here: {why}")
+    rng = PartitionRange(edge_topic, 0, 0, 2)
+    pairs = native_fetch.conf_pairs({**fetch_conf(cluster.conf), "debug": "consumer"})
+    assert isinstance(pairs, list)
+    reader = mod.RangeReader(pairs, rng.topic, 0, 0)
+    schema = arrow_schema(kafka_schema(include_headers=False))
+    with caplog.at_level(logging.DEBUG, logger="lagless.librdkafka"):
+        list(native_fetch.batches(reader, rng, schema, data_loss_handler(True), 20_000, 10))
+    lines = [r for r in caplog.records if r.name == "lagless.librdkafka"]
+    assert lines, "librdkafka's debug lines are logged"
+    assert all(r.levelno == logging.DEBUG for r in lines)
