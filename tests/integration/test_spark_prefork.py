@@ -158,7 +158,9 @@ def test_a_signal_to_the_launcher_reaches_the_child_and_a_killed_launcher_takes_
             time.sleep(0.3)
             assert launcher.poll() is None and Path(f"/proc/{child}").exists()
             launcher.send_signal(how)
-            launcher.wait(timeout=10)
+            # ended by the signal, as the interpreter itself would have been (the child got
+            # the SIGTERM and died of it; a SIGKILL ends the launcher at once)
+            assert launcher.wait(timeout=10) == -how
             wait_for(
                 lambda: child not in children_of(process.pid),  # noqa: B023 - waited for here
                 10,
@@ -186,6 +188,9 @@ def test_the_launcher_runs_the_interpreter_itself_when_no_server_listens(tmp_pat
         timeout=30,
     )
     assert (done.returncode, done.stdout) == (7, b"ran\n")
+    (line,) = done.stderr.decode().splitlines()  # said, in one line
+    assert line.startswith("lagless: Spark's source runner starts in a fresh interpreter"), line
+    assert "none.sock" in line
 
 
 def test_the_server_exits_when_its_driver_goes(

@@ -302,8 +302,10 @@ def _reap(children: dict[int, socket.socket | None]) -> None:
             if conn is None:
                 continue
             try:
+                # an exit status, or -N for a child killed by signal N (the launcher then
+                # ends by the same signal)
                 exit_code = os.waitstatus_to_exitcode(status)
-                conn.sendall(json.dumps({"exit": exit_code & 0xFF}).encode() + b"\n")
+                conn.sendall(json.dumps({"exit": exit_code}).encode() + b"\n")
             except OSError:
                 pass
             conn.close()

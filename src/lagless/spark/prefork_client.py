@@ -3,8 +3,9 @@
 Run as ``python -I -S prefork_client.py SOCKET PYTHON ARGS...`` in place of ``PYTHON ARGS...``:
 it hands the server its stdin, stdout and stderr, its environment, working directory and
 arguments; the server forks a warm child that runs them. This process stays as the one Spark
-started: a signal it gets goes on to the child, and it exits with the child's status. If the
-server cannot be reached, it becomes ``PYTHON ARGS...`` itself (what Spark would have run).
+started: a signal it gets goes on to the child, and it exits with the child's status (or is
+killed by the signal that killed the child). If the server cannot be reached, it says so on
+stderr in one line and becomes ``PYTHON ARGS...`` itself (what Spark would have run).
 
 Not a module of the package at run time: ``-I -S`` keeps the interpreter's start short (no
 site-packages, no environment variables), so it imports nothing but the standard library.
@@ -37,7 +38,13 @@ def main(argv: list[str]) -> NoReturn:
     sock_path, python, args = argv[1], argv[2], argv[3:]
     try:
         replies, pid = request(sock_path, args)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(
+            f"lagless: Spark's source runner starts in a fresh interpreter (slower): the fork "
+            f"server at {sock_path} did not answer ({exc})",
+            file=sys.stderr,
+            flush=True,
+        )
         os.execv(python, [python, *args])
 
     def forward(signum: int, _frame: object) -> None:
@@ -52,7 +59,16 @@ def main(argv: list[str]) -> NoReturn:
     if not line:  # the server went away: the child's status is unknown
         forward(signal.SIGTERM, None)
         sys.exit(1)
-    sys.exit(int(json.loads(line)["exit"]))
+    end(int(json.loads(line)["exit"]))
+
+
+def end(status: int) -> NoReturn:
+    """Exit as the child did: with its status, or killed by the same signal (-N)."""
+    if status < 0:
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+        sys.exit(128 - status)  # (a signal that does not end a process by default)
+    sys.exit(status)
 
 
 if __name__ == "__main__":
