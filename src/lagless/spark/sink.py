@@ -81,7 +81,6 @@ def produce_batches(
     options: SinkOptions, batches: Iterator[pa.RecordBatch], batch_id: int | None
 ) -> KafkaCommitMessage:
     """Produce every row of ``batches``; raise ClusterError unless all were delivered."""
-    freeze_imports()
     producer = make_producer({**PRODUCER_DEFAULTS, **options.kafka})
     stats = DeliveryStats()
     tag = [(BATCH_ID_HEADER, str(batch_id).encode())] if batch_id is not None else []
@@ -117,6 +116,7 @@ def produce_batches(
         raise ClusterError(
             f"{stats.failed + left} of {sent} records were not delivered: {stats.first_error}"
         )
+    freeze_imports()
     return KafkaCommitMessage(records=stats.delivered, batch_id=batch_id)
 
 

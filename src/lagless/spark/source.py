@@ -181,15 +181,16 @@ class _KafkaReading:
                 return iter(())
             raise TypeError(f"not a lagless-kafka partition: {partition!r}")
         from lagless.spark.fetch import read_range  # tasks only: not in the driver's runner
-        from lagless.spark.worker import freeze_imports
+        from lagless.spark.worker import freezing_after
 
-        freeze_imports()
-        return read_range(
-            self.options.reader_conf(),
-            partition.range,
-            arrow_schema(self.schema),
-            data_loss_handler(self.options.fail_on_data_loss),
-            self.options.poll_timeout_ms,
+        return freezing_after(
+            read_range(
+                self.options.reader_conf(),
+                partition.range,
+                arrow_schema(self.schema),
+                data_loss_handler(self.options.fail_on_data_loss),
+                self.options.poll_timeout_ms,
+            )
         )
 
 
