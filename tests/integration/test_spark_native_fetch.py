@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
+import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -21,6 +24,7 @@ from lagless.spark.offsets import data_loss_handler
 from lagless.spark.schema import arrow_schema, kafka_schema
 from tests.conftest import Cluster
 from tests.integration.spark_helpers import EDGE_HEADERS
+from tests.integration.spark_helpers.raw_produce import produce_raw_headers
 
 pytestmark = [pytest.mark.integration]
 
@@ -169,26 +173,14 @@ def test_a_lost_offset_is_reported_the_same_on_both_paths(
     lost: list[str] = []
     rng = PartitionRange(topic, 0, 40, 45)
     conf = {"bootstrap.servers": mock_bootstrap}
-    # then read from the partition's start (records 0-9 here), and wait for the rest
-    with pytest.raises(ClusterError, match=r"no record of .* at offset 10 "):
+    # then read from the partition's start, skip what is below the range, wait for the rest
+    with pytest.raises(ClusterError, match=r"no record of .* at offset 40 "):
         list(read_range(conf, rng, schema, lost.append, 3000))
     assert lost and lost[0].startswith(f"{topic}[0] offset 40 is no longer available"), lost
     with pytest.raises(LaglessError, match=rf"{topic}\[0\] offset 40 is no longer available"):
         list(
             read_range({"bootstrap.servers": mock_bootstrap}, rng, schema, data_loss_handler(True))
         )
-
-
-def test_a_bad_client_option_is_one_config_error(
-    cluster: Cluster, edge_topic: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if native_fetch.module()[0] is None:
-        pytest.skip(f"the C reader cannot run here: {native_fetch.module()[1]}")
-    monkeypatch.setenv(native_fetch.SWITCH, "1")
-    schema = arrow_schema(kafka_schema(include_headers=False))
-    rng = PartitionRange(edge_topic, 0, 0, 5)
-    with pytest.raises(ConfigError, match=r"fetch\.wait\.max\.ms"):
-        list(read_range({**cluster.conf, "fetch.wait.max.ms": "soon"}, rng, schema, print))
 
 
 def test_an_option_only_confluent_kafka_takes_falls_back_and_says_why(
@@ -227,3 +219,95 @@ def test_librdkafka_log_lines_reach_python_logging(
     lines = [r for r in caplog.records if r.name == "lagless.librdkafka"]
     assert lines, "librdkafka's debug lines are logged"
     assert all(r.levelno == logging.DEBUG for r in lines)
+
+
+def test_a_header_key_that_is_not_utf8_is_repaired_or_named(
+    cluster: Cluster, make_topic: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The C reader replaces bytes that start no UTF-8 sequence with U+FFFD (as Spark's Kafka
+    source, in Java, does); confluent-kafka cannot decode such a key: a RecordError names it."""
+    topic = make_topic(partitions=1)
+    keys = [b"ok", b"caf\xc3\xa9", b"\xff\xfe", b"a\xe2\x82", b"\xed\xa0\x80"]
+    produce_raw_headers(cluster.bootstrap, topic, [[(k, b"x")] for k in keys])
+    rng = PartitionRange(topic, 0, 0, len(keys))
+    if native_fetch.module()[0] is not None:
+        (batch,) = read(cluster, rng, True, True, monkeypatch)
+        got = [h[0]["key"] for h in batch.column("headers").to_pylist()]
+        assert got == ["ok", "café", "\ufffd\ufffd", "a\ufffd\ufffd", "\ufffd\ufffd\ufffd"]
+        batch.validate(full=True)
+    with pytest.raises(RecordError, match="not UTF-8") as err:
+        read(cluster, rng, True, False, monkeypatch)
+    assert 2 <= err.value.coordinates.offset <= 4  # confluent-kafka may raise it late
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_records_below_the_range_are_never_yielded(
+    mock_bootstrap: str, monkeypatch: pytest.MonkeyPatch, native: bool
+) -> None:
+    """failOnDataLoss=false and a range past the partition's end: the reader reports the
+    offset, rewinds to the partition's start, and still yields only the range once the
+    partition grows into it."""
+    topic = f"below-{uuid.uuid4().hex[:8]}"
+    conf = {"bootstrap.servers": mock_bootstrap}
+    producer = Producer(conf)
+    for i in range(10):
+        producer.produce(topic, f"v{i}".encode(), partition=0)
+    assert producer.flush(30) == 0
+
+    def grow() -> None:
+        time.sleep(1.5)
+        for i in range(10, 50):
+            producer.produce(topic, f"v{i}".encode(), partition=0)
+        producer.flush(30)
+
+    monkeypatch.setenv(native_fetch.SWITCH, "1" if native else "0")
+    schema = arrow_schema(kafka_schema(include_headers=False))
+    lost: list[str] = []
+    grower = threading.Thread(target=grow)
+    grower.start()
+    try:
+        rng = PartitionRange(topic, 0, 40, 45)
+        batches = list(read_range(conf, rng, schema, lost.append, 20_000))
+    finally:
+        grower.join()
+    assert lost, "the lost offset was reported"
+    assert pa.Table.from_batches(batches).column("offset").to_pylist() == [40, 41, 42, 43, 44]
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_properties_no_client_takes_are_one_config_error(
+    cluster: Cluster, edge_topic: str, monkeypatch: pytest.MonkeyPatch, native: bool
+) -> None:
+    monkeypatch.setenv(native_fetch.SWITCH, "1" if native else "0")
+    schema = arrow_schema(kafka_schema(include_headers=False))
+    rng = PartitionRange(edge_topic, 0, 0, 5)
+    cases: list[tuple[dict[Any, Any], str]] = [
+        ({"fetch.wait.max.ms": "soon"}, r"fetch\.wait\.max\.ms"),
+        ({"client.id": "a\0b"}, "client.id"),
+        ({"group.id": None}, "group.id"),
+        ({5: "x"}, "not a property name"),
+    ]
+    for extra, named in cases:
+        with pytest.raises(ConfigError, match=named):
+            list(read_range({**cluster.conf, **extra}, rng, schema, print))
+    with pytest.raises(ConfigError, match="start offset -3 is negative"):
+        list(read_range(cluster.conf, PartitionRange(edge_topic, 0, -3, 5), schema, print))
+
+
+def test_the_c_readers_own_api_refuses_misuse(cluster: Cluster, edge_topic: str) -> None:
+    rng = PartitionRange(edge_topic, 0, 0, 5)
+    reader: Any = c_reader(cluster, rng)
+    for bad in (0, 1_000_001, 2**61 + 1):
+        with pytest.raises((ValueError, OverflowError)):
+            reader.consume(bad, 100, 5)
+    with pytest.raises(ValueError, match="timeout_ms"):
+        reader.consume(10, -1, 5)
+    reader.close()
+    reader.close()  # twice: nothing
+    with pytest.raises(RuntimeError, match="closed"):
+        reader.consume(10, 100, 5)
+    with pytest.raises(RuntimeError, match="initialised once"):
+        reader.__init__([], edge_topic, 0, 0)
+    mod, _ = native_fetch.module()
+    with pytest.raises(RuntimeError, match="not initialised"):
+        mod.RangeReader.__new__(mod.RangeReader).take()

@@ -27,6 +27,10 @@
 #include "_rdkafka.h"
 #include "_rklog.h"
 
+#define CONSUME_MAX 1000000 /* messages per consume call, as confluent-kafka's consume() */
+
+static PyObject *RecordTooLarge; /* a record's bytes do not fit one batch (args: its offset) */
+
 typedef struct {
     PyObject_HEAD
     rd_kafka_t *rk;
@@ -39,6 +43,8 @@ typedef struct {
     size_t pending_at, pending_n, batch_max;
     /* the most bytes one variable-length column holds between takes (Arrow's int32 offsets) */
     size_t max_bytes;
+    /* records below this offset are skipped (after a rewind to the partition's start) */
+    int64_t min_offset;
     /* the columns */
     size_t rows;
     VarCol key, value, hkey, hvalue;
@@ -142,8 +148,12 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_RuntimeError, "librdkafka is not loaded (call load(path))");
         return -1;
     }
-    if (self->rk) {
+    if (self->topic) {
         PyErr_SetString(PyExc_RuntimeError, "a RangeReader is initialised once");
+        return -1;
+    }
+    if (start < 0) {
+        PyErr_Format(PyExc_ValueError, "start offset %lld is negative", start);
         return -1;
     }
     rd_kafka_conf_t *c = rk.conf_new();
@@ -172,6 +182,7 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kwds) {
     self->partition = partition;
     self->batch_max = 0;
     self->max_bytes = (size_t)max_bytes;
+    self->min_offset = start;
     reset_columns(self);
     return assign_at(self, start);
 }
@@ -187,7 +198,7 @@ static int add_record(Reader *self, rd_kafka_message_t *m) {
     size_t size;
     if (rk.message_headers(m, &hdrs) == 0 && hdrs) {
         while (rk.header_get_all(hdrs, hn, &name, &val, &size) == 0) {
-            hbytes += strlen(name) + size;
+            hbytes += 3 * strlen(name) + size; /* (at most, once repaired to UTF-8) */
             hn++;
         }
     }
@@ -210,7 +221,7 @@ static int add_record(Reader *self, rd_kafka_message_t *m) {
     if (!hn) self->h_nulls++;
     for (size_t i = 0; i < hn; i++) {
         rk.header_get_all(hdrs, i, &name, &val, &size);
-        if (varcol_put(&self->hkey, self->h_count, name, strlen(name), 1) ||
+        if (varcol_put_utf8(&self->hkey, self->h_count, name, strlen(name)) ||
             varcol_put(&self->hvalue, self->h_count, val, size, val != NULL))
             return -2;
         self->h_count++;
@@ -240,7 +251,14 @@ static PyObject *Reader_consume(Reader *self, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "the reader is in use by another thread");
         return NULL;
     }
-    if (max < 1) max = 1;
+    if (max < 1 || max > CONSUME_MAX) {
+        PyErr_Format(PyExc_ValueError, "max must be from 1 to %d", CONSUME_MAX);
+        return NULL;
+    }
+    if (timeout_ms < 0) {
+        PyErr_SetString(PyExc_ValueError, "timeout_ms must not be negative");
+        return NULL;
+    }
     PyObject *events = PyList_New(0);
     if (!events) return NULL;
     long long position = -1;
@@ -277,7 +295,9 @@ static PyObject *Reader_consume(Reader *self, PyObject *args) {
             } else {
                 snprintf(text, sizeof text, "%s", rk.err2str(code));
             }
-            PyObject *ev = Py_BuildValue("(iLsi)", code, (long long)m->offset, text, fatal);
+            PyObject *ev = Py_BuildValue("(iLNi)", code, (long long)m->offset,
+                                         PyUnicode_DecodeUTF8(text, strlen(text), "replace"),
+                                         fatal);
             if (!ev || PyList_Append(events, ev)) {
                 Py_XDECREF(ev);
                 failed = 1;
@@ -286,6 +306,8 @@ static PyObject *Reader_consume(Reader *self, PyObject *args) {
             Py_DECREF(ev);
         } else if (m->offset >= end) {
             position = end;
+        } else if (m->offset < self->min_offset) {
+            /* below the range: read after a rewind to the partition's start */
         } else {
             int r = add_record(self, m);
             if (r == -1) {
@@ -296,7 +318,7 @@ static PyObject *Reader_consume(Reader *self, PyObject *args) {
                 /* the offset of a record too large for one batch */
                 PyObject *at = PyLong_FromLongLong((long long)m->offset);
                 if (at) {
-                    PyErr_SetObject(PyExc_OverflowError, at);
+                    PyErr_SetObject(RecordTooLarge, at);
                     Py_DECREF(at);
                 }
                 failed = 1;
@@ -334,6 +356,10 @@ static PyObject *varcol_take(VarCol *c) {
  * where key, value, hkey and hvalue are (validity or None, offsets, data, nulls). */
 static PyObject *Reader_take(Reader *self, PyObject *unused) {
     (void)unused;
+    if (!self->topic) {
+        PyErr_SetString(PyExc_RuntimeError, "the reader is not initialised");
+        return NULL;
+    }
     if (self->busy) {
         PyErr_SetString(PyExc_RuntimeError, "the reader is in use by another thread");
         return NULL;
@@ -367,7 +393,10 @@ static PyObject *Reader_assign(Reader *self, PyObject *args) {
     }
     /* messages consumed for the old position are dropped */
     drop_pending(self);
-    if (assign_at(self, offset)) return NULL;
+    self->busy = 1; /* (the GIL is released while librdkafka assigns) */
+    int failed = assign_at(self, offset);
+    self->busy = 0;
+    if (failed) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -460,7 +489,10 @@ PyMODINIT_FUNC PyInit__rangeread(void) {
     if (PyType_Ready(&ReaderType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    if (PyModule_AddObjectRef(m, "RangeReader", (PyObject *)&ReaderType) < 0) {
+    RecordTooLarge = PyErr_NewException("lagless.spark._rangeread.RecordTooLarge", NULL, NULL);
+    if (!RecordTooLarge ||
+        PyModule_AddObjectRef(m, "RecordTooLarge", RecordTooLarge) < 0 ||
+        PyModule_AddObjectRef(m, "RangeReader", (PyObject *)&ReaderType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -6,12 +6,14 @@
 #include <Python.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#define LOG_KEEP 64
+#define LOG_KEEP 512
 typedef struct {
     int level;
     char fac[32];
-    char text[480];
+    char text[1000];
 } LogLine;
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -35,27 +37,32 @@ static void on_log(const rd_kafka_t *r, int level, const char *fac, const char *
 static PyObject *take_logs(PyObject *mod, PyObject *unused) {
     (void)mod;
     (void)unused;
-    LogLine copy[LOG_KEEP];
+    LogLine *copy = NULL;
     size_t n, dropped;
     pthread_mutex_lock(&log_lock);
     n = log_n;
     dropped = log_dropped;
-    memcpy(copy, log_lines, n * sizeof(LogLine));
+    if (n) {
+        copy = malloc(n * sizeof(LogLine));
+        if (copy) memcpy(copy, log_lines, n * sizeof(LogLine));
+        else dropped += n; /* (out of memory: counted as dropped) */
+    }
     log_n = 0;
     log_dropped = 0;
     pthread_mutex_unlock(&log_lock);
+    if (!copy) n = 0;
     PyObject *out = PyList_New(0);
-    if (!out) return NULL;
-    for (size_t i = 0; i < n; i++) {
-        PyObject *t = Py_BuildValue("(iss)", copy[i].level, copy[i].fac, copy[i].text);
-        if (!t || PyList_Append(out, t)) {
-            Py_XDECREF(t);
-            Py_DECREF(out);
-            return NULL;
-        }
-        Py_DECREF(t);
+    for (size_t i = 0; out && i < n; i++) {
+        /* a line cut at its buffer's end may end inside a UTF-8 sequence */
+        PyObject *t = Py_BuildValue(
+            "(iNN)", copy[i].level,
+            PyUnicode_DecodeUTF8(copy[i].fac, strlen(copy[i].fac), "replace"),
+            PyUnicode_DecodeUTF8(copy[i].text, strlen(copy[i].text), "replace"));
+        if (!t || PyList_Append(out, t)) Py_CLEAR(out);
+        Py_XDECREF(t);
     }
-    return Py_BuildValue("(Nn)", out, (Py_ssize_t)dropped);
+    free(copy);
+    return out ? Py_BuildValue("(Nn)", out, (Py_ssize_t)dropped) : NULL;
 }
 
 #endif

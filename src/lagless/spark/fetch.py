@@ -23,9 +23,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message, TopicPartition
 
-from lagless.errors import ClusterError
+from lagless.errors import ClusterError, ConfigError, RecordCoordinates, RecordError
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.offsets import PartitionRange
 from lagless.spark.offsets import DataLossReporter
@@ -65,7 +65,13 @@ FETCH_REQUIRED: dict[str, Any] = {
 
 def fetch_conf(kafka: Mapping[str, Any]) -> dict[str, Any]:
     """Consumer properties for a range reader: the given group id (never joined, never
-    committed to) or a fresh one."""
+    committed to) or a fresh one. ConfigError for a property no client takes (a name that
+    is not a string, a None value, a NUL character)."""
+    for name, value in kafka.items():
+        if not isinstance(name, str) or "\0" in name:
+            raise ConfigError(f"Kafka client property {name!r}: not a property name")
+        if value is None or (isinstance(value, str) and "\0" in value):
+            raise ConfigError(f"Kafka client property {name}: {value!r} is not a value")
     return {
         **FETCH_DEFAULTS,
         "group.id": f"lagless-spark-reader-{uuid.uuid4().hex[:8]}",
@@ -122,11 +128,35 @@ class BatchBuilder:
             *_timestamps(kinds, millis, s.field("timestamp").type, s.field("timestampType").type),
         ]
         if self.with_headers:
-            columns.append(_headers(list(map(Message.headers, msgs)), s.field("headers").type))
+            lists = _header_lists(msgs, self.topic, self.partition)
+            columns.append(_headers(lists, s.field("headers").type))
         batch = pa.RecordBatch.from_arrays(columns, schema=s)
         self.messages = []
         self.ascending = True
         return batch
+
+
+NOT_UTF8 = (
+    "a header key that is not UTF-8, which confluent-kafka cannot read (lagless's C reader "
+    "replaces such bytes with U+FFFD, as Spark's Kafka source does)"
+)
+
+
+def _header_lists(msgs: list[Message], topic: str, partition: int) -> list[Any]:
+    """``Message.headers()`` of each message; a RecordError when confluent-kafka cannot decode
+    one's headers. (One call per message: after such a record, ``map`` over the method leaves
+    the interpreter with an exception set.)"""
+    lists = []
+    try:
+        for msg in msgs:
+            lists.append(msg.headers())
+    except (SystemError, UnicodeDecodeError):
+        # confluent-kafka may leave the error set for a later step to raise: the record is
+        # this one or one before it in the batch
+        where = RecordCoordinates(topic, partition, _offset(msg))
+        first = _offset(msgs[0])
+        raise RecordError(f"{NOT_UTF8}, at or before this record (from {first})", where) from None
+    return lists
 
 
 def _offset(msg: Message) -> int:
@@ -194,12 +224,17 @@ def read_range(
     confluent-kafka's Python API; both give the same batches."""
     from lagless.spark import native_fetch  # (it imports this module)
 
+    if rng.start < 0:
+        raise ConfigError(f"{rng.topic}[{rng.partition}]: start offset {rng.start} is negative")
     conf = fetch_conf(kafka)
     reader = native_fetch.open_reader(conf, rng)
     if reader is not None:
         yield from native_fetch.batches(reader, rng, schema, report, poll_timeout_ms, batch_rows)
         return
-    consumer = make_consumer(conf)
+    try:
+        consumer = make_consumer(conf)
+    except KafkaException as exc:
+        raise ConfigError(f"Kafka client configuration: {exc.args[0].str()}") from None
     consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
     try:
         with gc_paused():
@@ -222,7 +257,7 @@ def _batches(
     while position < rng.end:
         # consume() waits for that many messages or the timeout: ask for no more than the
         # range still holds. With gaps fewer come; the EOF event then ends the range.
-        wanted = min(CONSUME_BATCH, rng.end - position)
+        wanted = min(CONSUME_BATCH, batch_rows, rng.end - position)
         messages = consumer.consume(wanted, timeout=CONSUME_TIMEOUT_S)
         if not waiting.got(bool(messages), position):
             continue
@@ -289,7 +324,8 @@ def _take(
         # Records only (error events, whose offset may be None, take the loop below; a
         # KafkaError cannot even be compared with None).
         last_offset: int = messages[-1].offset()  # type: ignore[assignment]
-        if last_offset < rng.end:  # all inside the range: offsets grow
+        first_offset: int = messages[0].offset()  # type: ignore[assignment]
+        if rng.start <= first_offset and last_offset < rng.end:  # all inside: offsets grow
             builder.extend(messages)
             return last_offset + 1
     for msg in messages:
@@ -298,6 +334,8 @@ def _take(
             position = _on_error(consumer, msg, rng, position, report)
         elif offset >= rng.end:
             position = rng.end
+        elif offset < rng.start:  # below the range: read after a rewind to the start
+            continue
         else:
             builder.add(msg)
             position = offset + 1

@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 from confluent_kafka import OFFSET_BEGINNING
 
-from lagless.errors import ConfigError, RecordCoordinates, RecordError
+from lagless.errors import ClusterError, ConfigError, RecordCoordinates, RecordError
 from lagless.kafka.clients import LIBRDKAFKA_LOGGER
 from lagless.kafka.offsets import PartitionRange
 from lagless.spark.fetch import CONSUME_BATCH, CONSUME_TIMEOUT_S, ErrorEvent, Waiting, on_error
@@ -196,6 +196,8 @@ def open_reader(conf: Mapping[str, Any], rng: PartitionRange) -> Any | None:
         return mod.RangeReader(pairs, rng.topic, rng.partition, rng.start)
     except ValueError as exc:  # librdkafka refused the configuration
         raise ConfigError(f"Kafka client configuration: {exc}") from None
+    except RuntimeError as exc:  # librdkafka refused the assignment
+        raise ClusterError(str(exc)) from None
     finally:
         forward_logs(mod)
 
@@ -215,10 +217,10 @@ def batches(
     timeout_ms = int(CONSUME_TIMEOUT_S * 1000)
     try:
         while position < rng.end:
-            wanted = min(CONSUME_BATCH, rng.end - position)
+            wanted = min(CONSUME_BATCH, batch_rows, rng.end - position)
             try:
                 events, reached, full = reader.consume(wanted, timeout_ms, rng.end)
-            except OverflowError as exc:
+            except mod.RecordTooLarge as exc:
                 where = RecordCoordinates(rng.topic, rng.partition, exc.args[0])
                 raise RecordError(TOO_LARGE, where) from None
             forward_logs(mod)

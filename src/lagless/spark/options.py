@@ -52,6 +52,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from lagless.engine.config import check_topic
 from lagless.errors import ConfigError
 from lagless.spark.kafka_conf import librdkafka_conf
 from lagless.spark.offsets import EARLIEST, PartitionOffsets, from_json
@@ -130,6 +131,11 @@ class SourceOptions:
         topics = tuple(t.strip() for t in raw_topics.split(",") if t.strip())
         if not topics:
             raise ConfigError("option subscribe (one or more topics) is required")
+        for topic in topics:
+            try:
+                check_topic(topic)
+            except ValueError as exc:
+                raise ConfigError(f"option subscribe: {exc}") from None
         kafka = kafka_conf(opts)
         group_id = kafka.pop("group.id", None)
         return cls(
