@@ -18,8 +18,8 @@ from typing import Any
 from lagless.app.codecs import Decoder, decoder, encoder
 from lagless.app.outputs import OutputProducer, Target, outgoing
 from lagless.engine import EngineConfig, Handler, Record
-from lagless.engine.config import check_topic
 from lagless.errors import ConfigError
+from lagless.kafka.names import check_topic
 
 AsyncHandler = Callable[[Record], Coroutine[Any, Any, None]]
 BATCH_OPTIONS = ("batch_size", "batch_linger_ms", "inline")

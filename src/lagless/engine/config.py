@@ -7,7 +7,6 @@ is the one place the librdkafka consumer settings are derived from it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Literal, Self
@@ -22,6 +21,7 @@ from pydantic import (
 )
 
 from lagless.errors import ConfigError
+from lagless.kafka.names import check_topic
 
 
 class Ordering(StrEnum):
@@ -37,16 +37,6 @@ class OnFailure(StrEnum):
 
     STOP = "stop"  # stop the engine; the record stays uncommitted (re-run after a restart)
     SKIP = "skip"  # log it and move on (counted as skipped)
-
-
-TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-
-
-def check_topic(name: str) -> str:
-    """``name`` if Kafka accepts it as a topic name (1-249 of ``a-zA-Z0-9._-``)."""
-    if not TOPIC_NAME.fullmatch(name) or name in (".", ".."):
-        raise ValueError(f"{name!r} is not a topic name (1-249 characters of a-z A-Z 0-9 . _ -)")
-    return name
 
 
 Assignor = Literal["cooperative-sticky", "range", "roundrobin"]

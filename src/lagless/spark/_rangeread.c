@@ -187,6 +187,22 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kwds) {
     return assign_at(self, start);
 }
 
+static PyObject *in_use(void) {
+    PyErr_SetString(PyExc_RuntimeError, "the reader is in use by another thread");
+    return NULL;
+}
+
+/* -1 (an error set) if the reader cannot be used now: not initialised, closed (if open is
+ * asked for), or in use by another thread (while the GIL is released). */
+static int unusable(Reader *self, int open) {
+    const char *why = !self->topic       ? "the reader is not initialised"
+                      : open && !self->rk ? "the reader is closed"
+                      : self->busy        ? "the reader is in use by another thread"
+                                          : NULL;
+    if (why) PyErr_SetString(PyExc_RuntimeError, why);
+    return why ? -1 : 0;
+}
+
 /* Add one record to the columns: 0, or -1 if its bytes do not fit beside those buffered (nothing
  * added), -2 out of memory, -3 if they do not fit even alone. */
 static int add_record(Reader *self, rd_kafka_message_t *m) {
@@ -243,14 +259,7 @@ static PyObject *Reader_consume(Reader *self, PyObject *args) {
     int timeout_ms;
     long long end;
     if (!PyArg_ParseTuple(args, "niL", &max, &timeout_ms, &end)) return NULL;
-    if (!self->rk) {
-        PyErr_SetString(PyExc_RuntimeError, "the reader is closed");
-        return NULL;
-    }
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "the reader is in use by another thread");
-        return NULL;
-    }
+    if (unusable(self, 1)) return NULL;
     if (max < 1 || max > CONSUME_MAX) {
         PyErr_Format(PyExc_ValueError, "max must be from 1 to %d", CONSUME_MAX);
         return NULL;
@@ -356,14 +365,7 @@ static PyObject *varcol_take(VarCol *c) {
  * where key, value, hkey and hvalue are (validity or None, offsets, data, nulls). */
 static PyObject *Reader_take(Reader *self, PyObject *unused) {
     (void)unused;
-    if (!self->topic) {
-        PyErr_SetString(PyExc_RuntimeError, "the reader is not initialised");
-        return NULL;
-    }
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "the reader is in use by another thread");
-        return NULL;
-    }
+    if (unusable(self, 0)) return NULL;
     PyObject *out = Py_BuildValue(
         "(nNNN(NNn)N(NNn)NN)", (Py_ssize_t)self->rows, varcol_take(&self->key),
         varcol_take(&self->value), bytes_of(&self->offsets), bytes_of(&self->ts),
@@ -383,14 +385,7 @@ static void drop_pending(Reader *self) {
 static PyObject *Reader_assign(Reader *self, PyObject *args) {
     long long offset;
     if (!PyArg_ParseTuple(args, "L", &offset)) return NULL;
-    if (!self->rk) {
-        PyErr_SetString(PyExc_RuntimeError, "the reader is closed");
-        return NULL;
-    }
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "the reader is in use by another thread");
-        return NULL;
-    }
+    if (unusable(self, 1)) return NULL;
     /* messages consumed for the old position are dropped */
     drop_pending(self);
     self->busy = 1; /* (the GIL is released while librdkafka assigns) */
@@ -418,10 +413,7 @@ static void close_client(Reader *self) {
 
 static PyObject *Reader_close(Reader *self, PyObject *unused) {
     (void)unused;
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "the reader is in use by another thread");
-        return NULL;
-    }
+    if (self->busy) return in_use();
     close_client(self);
     Py_RETURN_NONE;
 }

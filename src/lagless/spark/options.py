@@ -52,8 +52,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from lagless.engine.config import check_topic
 from lagless.errors import ConfigError
+from lagless.kafka.names import check_topic
 from lagless.spark.kafka_conf import librdkafka_conf
 from lagless.spark.offsets import EARLIEST, PartitionOffsets, from_json
 
