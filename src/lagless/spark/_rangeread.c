@@ -156,6 +156,12 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kwds) {
         PyErr_Format(PyExc_ValueError, "start offset %lld is negative", start);
         return -1;
     }
+    self->topic = strdup(topic); /* (first: an instance is initialised at most once) */
+    if (!self->topic) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    reset_columns(self);
     rd_kafka_conf_t *c = rk.conf_new();
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(conf); i++) {
         const char *name, *value;
@@ -178,12 +184,10 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kwds) {
     }
     rk.poll_set_consumer(self->rk);
     self->queue = rk.queue_get_consumer(self->rk);
-    self->topic = strdup(topic);
     self->partition = partition;
     self->batch_max = 0;
     self->max_bytes = (size_t)max_bytes;
     self->min_offset = start;
-    reset_columns(self);
     return assign_at(self, start);
 }
 
