@@ -14,7 +14,7 @@ def test_switch_is_on_unless_0_and_rejects_anything_else() -> None:
     assert switch({SWITCH: "1"}) is True
     assert switch({SWITCH: " 0 "}) is False
     for bad in ("yes", "", "2", "false"):
-        with pytest.raises(ConfigError, match=f"{SWITCH} must be 0 or 1"):
+        with pytest.raises(ConfigError, match=rf"{SWITCH}=.*: use 1 \(read with .*\) or 0"):
             switch({SWITCH: bad})
 
 

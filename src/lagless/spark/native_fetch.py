@@ -15,7 +15,6 @@ embedded broker): 0.22 against 0.46-0.69 CPU seconds.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator, Mapping
 from functools import cache, partial
 from pathlib import Path
@@ -29,6 +28,7 @@ from lagless.kafka.clients import LIBRDKAFKA_LOGGER
 from lagless.kafka.offsets import PartitionRange
 from lagless.spark.fetch import CONSUME_BATCH, CONSUME_TIMEOUT_S, ErrorEvent, Waiting, on_error
 from lagless.spark.offsets import DataLossReporter
+from lagless.switches import switched_on
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +49,7 @@ _LEVELS = {
 def switch(environ: Mapping[str, str] | None = None) -> bool:
     """``LAGLESS_SPARK_NATIVE_READER``: unset or 1 = use the C reader where it can be used,
     0 = always confluent-kafka's Python API."""
-    value = (os.environ if environ is None else environ).get(SWITCH, "1").strip()
-    if value not in ("0", "1"):
-        raise ConfigError(f"{SWITCH} must be 0 or 1, not {value!r}")
-    return value == "1"
+    return switched_on(SWITCH, "read with the C reader where it is built", environ)
 
 
 def _librdkafka_path() -> str | None:

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lagless.errors import ConfigError
+from lagless.switches import switched_on
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +65,7 @@ exec {python} "$@"
 
 
 def enabled() -> bool:
-    value = os.environ.get(SWITCH, "1").strip()
-    if value not in {"0", "1"}:
-        raise ConfigError(f"{SWITCH}={value!r}: use 1 (fork Spark's source runner) or 0")
-    return value == "1"
+    return switched_on(SWITCH, "fork Spark's source runner")
 
 
 @dataclass
