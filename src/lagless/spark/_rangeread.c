@@ -45,6 +45,8 @@ typedef struct {
     size_t max_bytes;
     /* records below this offset are skipped (after a rewind to the partition's start) */
     int64_t min_offset;
+    /* whether the headers column is filled (Spark's includeHeaders) */
+    int with_headers;
     /* the columns */
     size_t rows;
     VarCol key, value, hkey, hvalue;
@@ -130,15 +132,16 @@ static int assign_at(Reader *self, int64_t offset) {
 }
 
 static int Reader_init(Reader *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"conf", "topic", "partition", "start", "max_bytes", NULL};
+    static char *kwlist[] = {"conf", "topic", "partition", "start", "max_bytes", "headers", NULL};
     PyObject *conf;
     const char *topic;
     int partition;
     long long start;
     Py_ssize_t max_bytes = INT32_MAX;
+    int headers = 1;
     char errstr[512];
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!siL|n", kwlist, &PyList_Type, &conf, &topic,
-                                     &partition, &start, &max_bytes))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!siL|np", kwlist, &PyList_Type, &conf, &topic,
+                                     &partition, &start, &max_bytes, &headers))
         return -1;
     if (max_bytes < 1 || max_bytes > INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "max_bytes must be from 1 to 2**31 - 1");
@@ -188,6 +191,7 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kwds) {
     self->batch_max = 0;
     self->max_bytes = (size_t)max_bytes;
     self->min_offset = start;
+    self->with_headers = headers;
     return assign_at(self, start);
 }
 
@@ -207,6 +211,25 @@ static int unusable(Reader *self, int open) {
     return why ? -1 : 0;
 }
 
+/* The record's hn headers as row `row` of the headers column (null without headers). */
+static int add_headers(Reader *self, size_t row, const rd_kafka_headers_t *hdrs, size_t hn) {
+    const char *name;
+    const void *val;
+    size_t size;
+    int32_t end;
+    if (bit_put(&self->hvalid, row, hn > 0)) return -1;
+    if (!hn) self->h_nulls++;
+    for (size_t i = 0; i < hn; i++) {
+        rk.header_get_all(hdrs, i, &name, &val, &size);
+        if (varcol_put_utf8(&self->hkey, self->h_count, name, strlen(name)) ||
+            varcol_put(&self->hvalue, self->h_count, val, size, val != NULL))
+            return -1;
+        self->h_count++;
+    }
+    end = (int32_t)self->h_count;
+    return buf_put(&self->hoffsets, &end, sizeof end);
+}
+
 /* Add one record to the columns: 0, or -1 if its bytes do not fit beside those buffered (nothing
  * added), -2 out of memory, -3 if they do not fit even alone. */
 static int add_record(Reader *self, rd_kafka_message_t *m) {
@@ -216,7 +239,7 @@ static int add_record(Reader *self, rd_kafka_message_t *m) {
     const char *name;
     const void *val;
     size_t size;
-    if (rk.message_headers(m, &hdrs) == 0 && hdrs) {
+    if (self->with_headers && rk.message_headers(m, &hdrs) == 0 && hdrs) {
         while (rk.header_get_all(hdrs, hn, &name, &val, &size) == 0) {
             hbytes += 3 * strlen(name) + size; /* (at most, once repaired to UTF-8) */
             hn++;
@@ -229,25 +252,16 @@ static int add_record(Reader *self, rd_kafka_message_t *m) {
     int tstype = 0;
     int64_t ms = rk.message_timestamp(m, &tstype);
     int64_t micros = tstype == RK_TS_NONE ? 0 : ms * 1000;
-    int32_t kind = tstype - 1, hend;
+    int32_t kind = tstype - 1;
     if (varcol_put(&self->key, row, m->key, m->key_len, m->key != NULL) ||
         varcol_put(&self->value, row, m->payload, m->len, m->payload != NULL) ||
         buf_put(&self->offsets, &m->offset, sizeof m->offset) ||
         buf_put(&self->ts, &micros, sizeof micros) ||
         bit_put(&self->ts_valid, row, tstype != RK_TS_NONE) ||
-        buf_put(&self->ts_type, &kind, sizeof kind) || bit_put(&self->hvalid, row, hn > 0))
+        buf_put(&self->ts_type, &kind, sizeof kind) ||
+        (self->with_headers && add_headers(self, row, hdrs, hn)))
         return -2;
     if (tstype == RK_TS_NONE) self->ts_nulls++;
-    if (!hn) self->h_nulls++;
-    for (size_t i = 0; i < hn; i++) {
-        rk.header_get_all(hdrs, i, &name, &val, &size);
-        if (varcol_put_utf8(&self->hkey, self->h_count, name, strlen(name)) ||
-            varcol_put(&self->hvalue, self->h_count, val, size, val != NULL))
-            return -2;
-        self->h_count++;
-    }
-    hend = (int32_t)self->h_count;
-    if (buf_put(&self->hoffsets, &hend, sizeof hend)) return -2;
     self->rows++;
     return 0;
 }
@@ -461,7 +475,8 @@ static PyTypeObject ReaderType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lagless.spark._rangeread.RangeReader",
     .tp_basicsize = sizeof(Reader),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "RangeReader(conf: list[tuple[str, str]], topic, partition, start)",
+    .tp_doc = "RangeReader(conf: list[tuple[str, str]], topic, partition, start, max_bytes=2**31"
+              " - 1, headers=True)",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Reader_init,
     .tp_dealloc = (destructor)Reader_dealloc,

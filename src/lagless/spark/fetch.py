@@ -227,7 +227,7 @@ def read_range(
     if rng.start < 0:
         raise ConfigError(f"{rng.topic}[{rng.partition}]: start offset {rng.start} is negative")
     conf = fetch_conf(kafka)
-    reader = native_fetch.open_reader(conf, rng)
+    reader = native_fetch.open_reader(conf, rng, headers="headers" in schema.names)
     if reader is not None:
         yield from native_fetch.batches(reader, rng, schema, report, poll_timeout_ms, batch_rows)
         return

@@ -178,8 +178,9 @@ def _say(why: str) -> None:
         log.warning("reading Kafka with confluent-kafka's Python API (slower): %s", why)
 
 
-def open_reader(conf: Mapping[str, Any], rng: PartitionRange) -> Any | None:
-    """A C reader assigned at ``rng.start``, or None (confluent-kafka then reads the range):
+def open_reader(conf: Mapping[str, Any], rng: PartitionRange, headers: bool) -> Any | None:
+    """A C reader assigned at ``rng.start`` (taking the records' headers only if ``headers``),
+    or None (confluent-kafka then reads the range):
     ``LAGLESS_SPARK_NATIVE_READER=0``, or the C reader cannot be used here, which is logged
     once per process with the reason."""
     if not switch():
@@ -190,7 +191,7 @@ def open_reader(conf: Mapping[str, Any], rng: PartitionRange) -> Any | None:
         _say(pairs)
         return None
     try:
-        return mod.RangeReader(pairs, rng.topic, rng.partition, rng.start)
+        return mod.RangeReader(pairs, rng.topic, rng.partition, rng.start, headers=headers)
     except ValueError as exc:  # librdkafka refused the configuration
         raise ConfigError(f"Kafka client configuration: {exc}") from None
     except RuntimeError as exc:  # librdkafka refused the assignment
