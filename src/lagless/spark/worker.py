@@ -1,4 +1,4 @@
-"""What lagless does in a Spark Python worker before its first task's work.
+"""What lagless does in a Spark Python worker once its first lagless task has ended.
 
 PySpark's daemon runs ``gc.collect()`` in a reused worker after every task. A worker holds its
 imports (pyspark, pyarrow, pandas, confluent-kafka: ~80k objects), so each collection walks
