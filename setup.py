@@ -10,7 +10,10 @@ setup(
         Extension(
             "lagless.spark._rangeread",
             sources=["src/lagless/spark/_rangeread.c"],
-            depends=[f"src/lagless/spark/{h}" for h in ("_arrowbuf.h", "_rdkafka.h", "_rklog.h")],
+            depends=[
+                f"src/lagless/spark/{h}"
+                for h in ("_arrowbuf.h", "_rdkafka.h", "_rkheaders.h", "_rklog.h")
+            ],
             extra_compile_args=["-O2"],
             optional=True,
         )

@@ -2,17 +2,21 @@
 
 Prints one JSON object. Usage:
     python bench/spark_pipeline.py [--events N] [--partitions P] [--no-aggregates]
-        [--max-offsets-per-trigger M] [--master local[*]]
+        [--max-offsets-per-trigger M] [--master local[*]] [--repeat R] [--warmup-rounds W]
 
 Both runs go through ``run_pipeline`` in one SparkSession with the same transformation, the
 same outputs (Parquet by event date and batch, DLQ through the lagless-kafka sink, windowed
 aggregates unless ``--no-aggregates``, all from the one query's micro-batches) and the same
 trigger (available-now). Only the raw rows differ: the ``lagless-kafka`` source on a topic, or
 Spark's text source on JSON-lines files holding the same values (shaped into Kafka's columns).
-A warm-up of both paths (100k events) runs first so neither pays for JVM/JIT/Python-worker
-start-up; then each side runs ``--repeat`` times, alternating (Kafka, files, Kafka, files), and each
-side's best run is kept: on a shared machine the load changes between runs (every run is
-listed: ``*_each``).
+A warm-up of both paths (100k events) runs first so neither pays for JVM/Python-worker
+start-up, then ``--warmup-rounds`` alternating runs of both sides on the measured events, not
+counted: the JVM's JIT compiler goes on compiling the pipeline's code through the first
+million-event runs (measured in one session: the JVM's CPU of five identical Kafka runs 17.1,
+12.0, 10.9, 10.4, 11.1 CPU-s, of files runs 13.4, 11.6, 10.8, 11.0, 10.0). Then each side runs
+``--repeat`` times, alternating (Kafka, files, Kafka, files), and each side's best run is kept: on
+a shared machine the load changes between runs (every run is listed: ``*_each``; the warm-up
+rounds' ratios: ``warmup_ratio_each``).
 ``seconds`` runs from the start of the query to its end. ``ratio`` = Kafka records/s / files
 records/s (target >= 0.8 at 1M events). ``source_ms_per_trigger`` = Spark's
 ``durationMs.latestOffset + durationMs.getBatch`` of each trigger; ``steady_source_ms_*``: the
@@ -150,9 +154,9 @@ def run(
     work: Path,
     args: argparse.Namespace,
     files: Path | None,
-    attempt: int = 0,
+    label: str = "0",
 ) -> Run:
-    name = f"{'files' if files is not None else 'kafka'}-{attempt}"
+    name = f"{'files' if files is not None else 'kafka'}-{label}"
     config = PipelineConfig.build(
         topic=topic,
         output=work / f"{name}-out",
@@ -259,6 +263,9 @@ def main() -> None:
     parser.add_argument("--no-aggregates", dest="aggregates", action="store_false")
     parser.add_argument("--warmup", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=2, help="alternating runs per side")
+    parser.add_argument(
+        "--warmup-rounds", type=int, default=1, help="alternating runs per side, not counted"
+    )
     parser.add_argument("--triggers", type=int, default=8, help="of the steady-state run")
     args = parser.parse_args()
 
@@ -277,11 +284,18 @@ def main() -> None:
                 run(spark, conf, w_topic, work / "warmup", args, None)
                 run(spark, conf, w_topic, work / "warmup", args, w_files)
             topic, files, produce_rate = prepare(conf, work, args.events, args.partitions, 2)
+            warmup = [
+                (
+                    run(spark, conf, topic, work, args, None, f"w{i}"),
+                    run(spark, conf, topic, work, args, files, f"w{i}"),
+                )
+                for i in range(args.warmup_rounds)
+            ]
             kafka_runs: list[Run] = []
             files_runs: list[Run] = []
             for attempt in range(args.repeat):  # alternating, so both sides see the same load
-                kafka_runs.append(run(spark, conf, topic, work, args, None, attempt))
-                files_runs.append(run(spark, conf, topic, work, args, files, attempt))
+                kafka_runs.append(run(spark, conf, topic, work, args, None, str(attempt)))
+                files_runs.append(run(spark, conf, topic, work, args, files, str(attempt)))
             kafka = max(kafka_runs, key=lambda r: r.records_per_s)
             from_files = max(files_runs, key=lambda r: r.records_per_s)
             steady = steady_triggers(spark, conf, work, args.partitions, args.triggers)
@@ -298,6 +312,7 @@ def main() -> None:
         "embedded_broker": embedded,
         "produce_records_per_s": produce_rate,
         "repeat": args.repeat,
+        "warmup_rounds": args.warmup_rounds,
         "kafka": side(kafka),
         "files": side(from_files),
         "kafka_records_per_s_each": [round(r.records_per_s, 1) for r in kafka_runs],
@@ -306,6 +321,7 @@ def main() -> None:
             round(k.records_per_s / f.records_per_s, 3)
             for k, f in zip(kafka_runs, files_runs, strict=True)
         ],
+        "warmup_ratio_each": [round(k.records_per_s / f.records_per_s, 3) for k, f in warmup],
         "ratio": round(kafka.records_per_s / from_files.records_per_s, 3),
         "ratio_target": RATIO_TARGET,
         "steady_source_ms_per_trigger": steady,

@@ -135,6 +135,25 @@ def test_full_buffers_keep_every_record_for_the_next_batch(
     assert pa.Table.from_batches(batches).equals(pa.Table.from_batches(python))
 
 
+@pytest.mark.parametrize("headers", [True, False])
+def test_headers_are_read_in_place_unless_nothing_locates_them(
+    cluster: Cluster, edge_topic: str, headers: bool
+) -> None:
+    """Headers are read where librdkafka keeps them, unparsed, behind the value (or the key of
+    an empty or null value); only records whose key and value are both empty or null go
+    through librdkafka's header API. Both give the same batches as confluent-kafka (above)."""
+    rng = PartitionRange(edge_topic, 0, 0, 27)
+    reader = c_reader(cluster, rng, headers=int(headers))
+    schema = arrow_schema(kafka_schema(include_headers=headers))
+    batches = list(native_fetch.batches(reader, rng, schema, data_loss_handler(True), 20_000, 100))
+    table = pa.Table.from_batches(batches)
+    assert table.num_rows == 27
+    rows = table.select(["offset", "key", "value"]).to_pylist()
+    neither = [r["offset"] for r in rows if not r["key"] and not r["value"]]
+    assert neither == [1, 5, 9, 10, 13, 14, 17, 18, 22, 26]
+    assert reader.api_headers == (len(neither) if headers else 0)  # type: ignore[attr-defined]
+
+
 def test_a_record_larger_than_a_batch_holds_is_a_record_error(
     cluster: Cluster, edge_topic: str
 ) -> None:

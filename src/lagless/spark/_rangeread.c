@@ -25,6 +25,7 @@
 
 #include "_arrowbuf.h"
 #include "_rdkafka.h"
+#include "_rkheaders.h"
 #include "_rklog.h"
 
 #define CONSUME_MAX 1000000 /* messages per consume call, as confluent-kafka's consume() */
@@ -52,6 +53,8 @@ typedef struct {
     VarCol key, value, hkey, hvalue;
     Buf offsets, ts, ts_valid, ts_type, hvalid, hoffsets;
     size_t ts_nulls, h_nulls, h_count;
+    /* records whose headers librdkafka's API parsed (not read in place: _rkheaders.h) */
+    size_t api_headers;
 } Reader;
 
 /* ---- loading librdkafka ---- */
@@ -212,16 +215,15 @@ static int unusable(Reader *self, int open) {
 }
 
 /* The record's hn headers as row `row` of the headers column (null without headers). */
-static int add_headers(Reader *self, size_t row, const rd_kafka_headers_t *hdrs, size_t hn) {
+static int add_headers(Reader *self, size_t row, Headers h, size_t hn) {
     const char *name;
     const void *val;
-    size_t size;
+    size_t name_len, size;
     int32_t end;
     if (bit_put(&self->hvalid, row, hn > 0)) return -1;
     if (!hn) self->h_nulls++;
-    for (size_t i = 0; i < hn; i++) {
-        rk.header_get_all(hdrs, i, &name, &val, &size);
-        if (varcol_put_utf8(&self->hkey, self->h_count, name, strlen(name)) ||
+    while (headers_next(&h, &name, &name_len, &val, &size)) {
+        if (varcol_put_utf8(&self->hkey, self->h_count, name, name_len) ||
             varcol_put(&self->hvalue, self->h_count, val, size, val != NULL))
             return -1;
         self->h_count++;
@@ -235,13 +237,19 @@ static int add_headers(Reader *self, size_t row, const rd_kafka_headers_t *hdrs,
 static int add_record(Reader *self, rd_kafka_message_t *m) {
     const size_t limit = self->max_bytes;
     rd_kafka_headers_t *hdrs = NULL;
+    Headers h = {0};
     size_t hbytes = 0, hn = 0;
-    const char *name;
-    const void *val;
-    size_t size;
-    if (self->with_headers && rk.message_headers(m, &hdrs) == 0 && hdrs) {
-        while (rk.header_get_all(hdrs, hn, &name, &val, &size) == 0) {
-            hbytes += 3 * strlen(name) + size; /* (at most, once repaired to UTF-8) */
+    if (self->with_headers && raw_headers_open(&h, m)) {
+        self->api_headers++;
+        if (rk.message_headers(m, &hdrs) == 0) h.api = hdrs;
+    }
+    if (self->with_headers) {
+        Headers count = h;
+        const char *name;
+        const void *val;
+        size_t name_len, size;
+        while (headers_next(&count, &name, &name_len, &val, &size)) {
+            hbytes += 3 * name_len + size; /* (at most, once repaired to UTF-8) */
             hn++;
         }
     }
@@ -259,7 +267,7 @@ static int add_record(Reader *self, rd_kafka_message_t *m) {
         buf_put(&self->ts, &micros, sizeof micros) ||
         bit_put(&self->ts_valid, row, tstype != RK_TS_NONE) ||
         buf_put(&self->ts_type, &kind, sizeof kind) ||
-        (self->with_headers && add_headers(self, row, hdrs, hn)))
+        (self->with_headers && add_headers(self, row, h, hn)))
         return -2;
     if (tstype == RK_TS_NONE) self->ts_nulls++;
     self->rows++;
@@ -466,8 +474,15 @@ static PyMethodDef Reader_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *Reader_api_headers(Reader *self, void *closure) {
+    (void)closure;
+    return PyLong_FromSize_t(self->api_headers);
+}
+
 static PyGetSetDef Reader_getset[] = {
     {"rows", (getter)Reader_buffered, NULL, "records added since the last take", NULL},
+    {"api_headers", (getter)Reader_api_headers, NULL,
+     "records whose headers librdkafka's API parsed (the others were read in place)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
