@@ -154,6 +154,28 @@ def test_headers_are_read_in_place_unless_nothing_locates_them(
     assert reader.api_headers == (len(neither) if headers else 0)  # type: ignore[attr-defined]
 
 
+def test_a_record_kept_for_the_next_batch_is_counted_once(
+    cluster: Cluster, make_topic: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records with 20 KB headers and a 45 KB batch limit: each batch ends at a record kept for
+    the next one; those without key and value are still counted once (found by a helper's
+    hostile review: the count was taken before the record fitted)."""
+    topic = make_topic(partitions=1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5})
+    for i in range(30):
+        key, value = [(None, None), (b"k", None), (None, b"v")][i % 3]
+        producer.produce(topic, key=key, value=value, headers=[("h", bytes([i]) * 20_000)])
+    assert producer.flush(30) == 0
+    rng = PartitionRange(topic, 0, 0, 30)
+    reader = c_reader(cluster, rng, max_bytes=45_000)
+    schema = arrow_schema(kafka_schema(include_headers=True))
+    batches = list(native_fetch.batches(reader, rng, schema, data_loss_handler(True), 20_000, 100))
+    assert len(batches) >= 10
+    assert reader.api_headers == 10  # type: ignore[attr-defined]
+    python = read(cluster, rng, True, False, monkeypatch)
+    assert pa.Table.from_batches(batches).equals(pa.Table.from_batches(python))
+
+
 def test_a_record_larger_than_a_batch_holds_is_a_record_error(
     cluster: Cluster, edge_topic: str
 ) -> None:

@@ -239,10 +239,8 @@ static int add_record(Reader *self, rd_kafka_message_t *m) {
     rd_kafka_headers_t *hdrs = NULL;
     Headers h = {0};
     size_t hbytes = 0, hn = 0;
-    if (self->with_headers && raw_headers_open(&h, m)) {
-        self->api_headers++;
-        if (rk.message_headers(m, &hdrs) == 0) h.api = hdrs;
-    }
+    int api = self->with_headers && raw_headers_open(&h, m);
+    if (api && rk.message_headers(m, &hdrs) == 0) h.api = hdrs;
     if (self->with_headers) {
         Headers count = h;
         const char *name;
@@ -270,6 +268,7 @@ static int add_record(Reader *self, rd_kafka_message_t *m) {
         (self->with_headers && add_headers(self, row, h, hn)))
         return -2;
     if (tstype == RK_TS_NONE) self->ts_nulls++;
+    self->api_headers += api;
     self->rows++;
     return 0;
 }
