@@ -99,6 +99,8 @@ static PyObject *load(PyObject *mod, PyObject *arg) {
     LOOKUP(fatal_error, "rd_kafka_fatal_error");
     LOOKUP(consumer_close, "rd_kafka_consumer_close");
     LOOKUP(destroy, "rd_kafka_destroy");
+    LOOKUP(version, "rd_kafka_version");
+    raw_headers_known = raw_headers_layout(rk.version());
     rk_loaded = 1;
     Py_RETURN_NONE;
 }

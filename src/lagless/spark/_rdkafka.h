@@ -57,6 +57,7 @@ static struct {
     int (*fatal_error)(rd_kafka_t *, char *, size_t);
     int (*consumer_close)(rd_kafka_t *);
     void (*destroy)(rd_kafka_t *);
+    int (*version)(void);
 } rk;
 
 static int rk_loaded = 0;

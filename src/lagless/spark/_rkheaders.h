@@ -12,8 +12,8 @@
  * where the record format puts the headers (right after the value, or for an empty or null
  * value right after the key and the value's one-byte length) and the bytes parse to exactly
  * that length. Otherwise (another layout, a record whose key and value are both empty or null,
- * anything unexpected) the API reads them, as before. Both give the same headers; a key is cut
- * at a NUL character, as the API's names are. */
+ * anything unexpected) and for a librdkafka other than 1.x/2.x the API reads them, as before.
+ * Both give the same headers; a key is cut at a NUL character, as the API's names are. */
 #ifndef LAGLESS_RKHEADERS_H
 #define LAGLESS_RKHEADERS_H
 #include <stdint.h>
@@ -79,8 +79,16 @@ static int raw_header(const unsigned char **p, const unsigned char *end, const c
     return 1;
 }
 
+/* Whether the loaded librdkafka (rd_kafka_version(): 0xMMmmrrxx) keeps the layout above. */
+static int raw_headers_known = 0;
+
+static int raw_headers_layout(int version) {
+    return version >= 0x01000000 && version < 0x03000000;
+}
+
 /* Point h at m's headers in place: 0, or -1 if they cannot be read so (use the API). */
 static int raw_headers_open(Headers *h, const rd_kafka_message_t *m) {
+    if (!raw_headers_known) return -1;
     const RkMsg *msg = (const RkMsg *)m;
     const unsigned char *at = msg->u.binhdrs.data, *expected;
     int32_t len = msg->u.binhdrs.len;
