@@ -49,7 +49,8 @@ typedef struct {
     const unsigned char *p, *end;
 } Headers;
 
-/* A zigzag varint at *p (before end), as Kafka's record format writes lengths: 0, or -1. */
+/* The zigzag varint at *p (read up to end), as Kafka's record format writes counts and
+ * lengths, into *out: returns 0, or -1 if none ends before end. */
 static int zigzag(const unsigned char **p, const unsigned char *end, int64_t *out) {
     uint64_t v = 0;
     for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
