@@ -20,10 +20,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from lagless.engine.ledger import LedgerLine, read_ledger
 from tests.conftest import wait_for
 from tests.integration import engine_helpers as helpers
+from tests.integration.engine_helpers.faults import OFFSET_COMMIT, FaultyMock
 from tests.integration.engine_helpers.mock import lines, mock_committed, mock_ends
 
 pytestmark = pytest.mark.integration
@@ -41,6 +43,8 @@ class Group:
         self.topic, self.group = f"eager-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
         self.procs: dict[str, subprocess.Popen[str]] = {}
         self.logs: dict[str, str] = {}
+        self.formed: dict[str, int] = {}  # each member's revokes when the group had formed
+        self.repeatable: set[str] = set()  # ids that may run twice (see started_together)
 
     def produce(self, count: int, prefix: str) -> list[str]:
         conf = {"bootstrap.servers": self.bootstrap}
@@ -87,9 +91,13 @@ class Group:
         return [line for name in self.procs for line in read_ledger(self.tmp / f"{name}.tsv")]
 
     def exactly_once(self, ids: list[str]) -> None:
-        """Every id ran once across the members' handler ledgers."""
-        ledgers = (self.tmp / f"{n}.ids" for n in self.procs)
-        helpers.assert_exactly_once(helpers.read_ledgers(ledgers), ids)
+        """Every id ran once across the members' handler ledgers (those in ``repeatable``
+        once or twice)."""
+        ledger = helpers.read_ledgers(self.tmp / f"{n}.ids" for n in self.procs)
+        for rid in self.repeatable:
+            if ledger[rid] == 2:
+                ledger[rid] = 1
+        helpers.assert_exactly_once(ledger, ids)
 
     def check_done(self, ids: list[str]) -> None:
         """Every id ran, the group committed every partition's end."""
@@ -106,13 +114,28 @@ def eager(mock_bootstrap: str, tmp_path: Path) -> Iterator[Group]:
 
 
 def started_together(group: Group) -> list[str]:
-    """Members a and b in one generation (both join within the first rebalance delay), then
-    the records: none ran before both were assigned."""
+    """Members a and b, both assigned, then the records: none ran before both were. On a
+    loaded machine one may join (or sync) too late for the first rebalance delay: the group
+    forms in more generations, and the four warm-up records that ran in an earlier one may
+    run once more where their partition moved with its revoke commit refused (the documented
+    bound): they are ``repeatable`` then; the 3,000 records still run once."""
     warm = group.produce(4, "w")  # the topic exists before the members check it
     group.start("a")
     group.start("b")
     wait_for(lambda: group.assigned("a") and group.assigned("b"), 30, "both assigned")
+    group.formed = {name: group.revokes(name) for name in group.procs}
+    if any(group.formed.values()):
+        group.repeatable = set(warm)
     return [*warm, *group.produce(3000, "r")]
+
+
+def one_generation(group: Group) -> None:
+    """Skip, with the reason, if the group rebalanced after it had formed (a member's session
+    lapsed on a loaded machine): not the one-generation case these tests are about."""
+    revoked = {name: group.revokes(name) for name in group.procs}
+    if revoked != group.formed:
+        pytest.skip(f"the group rebalanced after the records came (revokes {revoked}, "
+                    f"{group.formed} when it had formed)")  # fmt: skip
 
 
 def test_a_member_leaving_cleanly_re_runs_nothing(eager: Group) -> None:
@@ -120,8 +143,7 @@ def test_a_member_leaving_cleanly_re_runs_nothing(eager: Group) -> None:
     rebalances), carried, and committed when a owns its partitions again: every record once."""
     ids = started_together(eager)
     wait_for(lambda: lines(eager.tmp / "b.ids") >= 300, 30, "b works")
-    if eager.revokes("a"):  # b's join took more than one round (a loaded machine)
-        pytest.skip("the group rebalanced after the records came: not the one-generation case")
+    one_generation(eager)
     eager.stop("b")
     eager.finish("a", 35)
     eager.exactly_once(ids)
@@ -165,12 +187,98 @@ def test_a_member_stopped_during_a_rebalance_commits_in_its_next_generation(
     what is left: every record once."""
     ids = started_together(eager)
     wait_for(lambda: lines(eager.tmp / "a.ids") >= 300, 30, "a works")
-    if eager.revokes("a"):  # b's join took more than one round (a loaded machine)
-        pytest.skip("the group rebalanced after the records came: not the one-generation case")
+    one_generation(eager)
     eager.stop("b")
     eager.stop("a")
-    assert "not committed" not in eager.logs["a"], eager.logs["a"][-3000:]
+    assert "rebalancing at shutdown" not in eager.logs["a"], eager.logs["a"][-3000:]
     eager.start("c")
     eager.finish("c", 30)
     eager.exactly_once(ids)
     eager.check_done(ids)
+
+
+@pytest.fixture
+def faulty_mock() -> Iterator[FaultyMock]:
+    with FaultyMock() as mock:
+        yield mock
+
+
+def test_a_carried_commit_refused_again_re_runs_nothing_where_the_member_stays(
+    faulty_mock: FaultyMock, tmp_path: Path
+) -> None:
+    """b works alone; x joins the group for another topic (b keeps every partition of its
+    own): b's revoke commit is refused (the mock, while x joins) and carried, and its commit
+    in the next generation is refused too (injected). b starts after the records it ran
+    anyway, and commits them next: every record once."""
+    group = Group(faulty_mock.bootstrap, tmp_path)
+    other = f"other-{uuid.uuid4().hex[:8]}"
+    helpers.produce_jobs({"bootstrap.servers": faulty_mock.bootstrap}, other, 1)
+    ids = group.produce(4, "w")
+    group.start("b")
+    try:
+        wait_for(lambda: group.assigned("b"), 30, "b assigned")
+        ids += group.produce(3000, "r")
+        wait_for(lambda: lines(tmp_path / "b.ids") >= 300, 30, "b works")
+        x = Consumer({"bootstrap.servers": faulty_mock.bootstrap, "group.id": group.group,
+                      "partition.assignment.strategy": "range", "session.timeout.ms": 6000,
+                      "heartbeat.interval.ms": 1500})  # fmt: skip
+        x.subscribe([other])
+        try:
+            wait_for(lambda: x.poll(0.05) is None and group.revokes("b") > 0, 30, "b revoked")
+            faulty_mock.refuse(OFFSET_COMMIT, KafkaError.REBALANCE_IN_PROGRESS)
+            wait_for(lambda: x.poll(0.05) is None and bool(x.assignment()), 30, "x assigned")
+            assert lines(tmp_path / "b.ids") < len(ids), "b ran every record before x came"
+        finally:
+            x.close()
+        group.finish("b", 60)
+    finally:
+        group.kill_all()
+    group.exactly_once(ids)
+    assert "commit refused again after the rebalance" in group.logs["b"], group.logs["b"][-3000:]
+    group.check_done(ids)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "assignor"),
+    [("classic", "range"), ("classic", "cooperative-sticky"), ("consumer", None)],
+)
+def test_an_assignment_made_in_the_callback_is_the_one_used(
+    faulty_mock: FaultyMock, protocol: str, assignor: str | None
+) -> None:
+    """What the engine relies on to start after a carried commit refused again: offsets
+    assigned inside ``on_assign`` are used, and librdkafka does not assign again."""
+    producer = Producer({"bootstrap.servers": faulty_mock.bootstrap})
+    for i in range(40):
+        producer.produce("t", b"%d" % i, partition=i % 4)
+    producer.flush(10)
+    conf = {"bootstrap.servers": faulty_mock.bootstrap, "group.id": "g", "group.protocol": protocol,
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}  # fmt: skip
+    if assignor is not None:
+        conf["partition.assignment.strategy"] = assignor
+
+    def on_assign(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        at = [TopicPartition(tp.topic, tp.partition, 5 if tp.partition == 0 else tp.offset)
+              for tp in partitions]  # fmt: skip
+        (consumer.assign if assignor == "range" else consumer.incremental_assign)(at)
+
+    consumer = Consumer(conf)
+    consumer.subscribe(["t"], on_assign=on_assign)
+    offsets: dict[int, list[int]] = {}
+    try:
+        wait_for(lambda: _take_one(consumer, offsets) >= 35, 30, "35 records")
+    finally:
+        consumer.close()
+    assert {p: (min(o), len(o)) for p, o in offsets.items()} == {
+        0: (5, 5),
+        1: (0, 10),
+        2: (0, 10),
+        3: (0, 10),
+    }
+
+
+def _take_one(consumer: Consumer, offsets: dict[int, list[int]]) -> int:
+    """Poll once; the records taken so far (their offsets by partition in ``offsets``)."""
+    msg = consumer.poll(0.2)
+    if msg is not None and msg.error() is None:
+        offsets.setdefault(msg.partition() or 0, []).append(msg.offset() or 0)
+    return sum(len(o) for o in offsets.values())

@@ -5,7 +5,9 @@ from __future__ import annotations
 import random
 
 from lagless.engine.offset_map import decode
+from lagless.engine.partition import PartitionMetrics, PartitionState
 from lagless.engine.tracker import Arrival, PartitionTracker
+from lagless.observe.metrics import Metrics
 
 
 def test_committable_is_first_unfinished() -> None:
@@ -114,3 +116,20 @@ def test_first_uncommitted_timestamp_follows_the_committable_offset() -> None:
     t.complete(10)
     assert t.committable == 12
     assert t.first_uncommitted_timestamp_ms() is None  # caught up with what was fetched
+
+
+def test_a_partition_owes_its_first_commit_once_a_record_finished_or_when_carried() -> None:
+    """A fresh partition owes no commit before a record of it finished; one started at an
+    offset carried from a commit the group refused owes it at once (see engine.carry)."""
+
+    def state(carried: bool) -> PartitionState:
+        metrics = PartitionMetrics(Metrics(), "t", 0)
+        return PartitionState(("t", 0), 1, PartitionTracker(40), metrics, carried=carried)
+
+    fresh, carried = state(False), state(True)
+    assert not fresh.commit_owed
+    assert carried.commit_owed
+    fresh.finished = 1
+    assert fresh.commit_owed
+    carried.last_commit = (40, "")  # the carried offset sent
+    assert not carried.commit_owed

@@ -11,11 +11,12 @@ A revoke (or the last commit before close) commits synchronously. Two kinds of f
   member has rejoined, and a member hears of the rebalance only at its next heartbeat. The
   offsets are then *carried* (:class:`Owed`): once the member owns the partition again (the
   next assignment, a new generation) they are committed before anything is read, so the
-  records already done are not run again. A partition that went to another member cannot be
-  committed for it: it is logged once with its coordinates and the new owner re-runs what
-  finished since the last commit that succeeded. So that this is as little as possible, an
-  eager member whose commit was refused for membership starts no more records until the revoke
-  (:func:`revoke_due_s`).
+  records already done are not run again; refused again (the group rebalances once more), the
+  member still starts after them and owes their commit, sent with its next one. A partition
+  that went to another member cannot be committed for it: it is logged once with its
+  coordinates and the new owner re-runs what finished since the last commit that succeeded.
+  So that this is as little as possible, an eager member whose commit was refused for
+  membership starts no more records until the revoke (:func:`revoke_due_s`).
 """
 
 from __future__ import annotations

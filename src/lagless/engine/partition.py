@@ -59,6 +59,7 @@ class PartitionState:
     last_timestamp_ms: int | None = None
     stall_logged: int | None = None
     consuming: bool = False  # a record arrived since the assignment
+    carried: bool = False  # starts at an offset the group refused to commit: owed at once
 
     @property
     def busy(self) -> bool:
@@ -69,12 +70,13 @@ class PartitionState:
     def commit_owed(self) -> bool:
         """Records finished here past the last commit sent (or read at the assignment), or
         that commit failed. A partition where nothing finished yet owes nothing (its first
-        offset is not committed before a record of it finished)."""
+        offset is not committed before a record of it finished), unless it starts at an
+        offset carried from a commit the group refused (records of it finished before)."""
         base = self.tracker.committable
         if base is None:
             return False
         if self.last_commit is None:
-            return self.finished > 0
+            return self.finished > 0 or self.carried
         return self.last_commit[0] != base
 
     @property

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
@@ -34,27 +33,31 @@ class Rebalancing(EngineCore):
         self.metrics.rebalances.labels("assign").inc()
         fresh = [tp for tp in partitions if (tp.topic, tp.partition) not in self._states]
         committed = self._committed(consumer, fresh)
-        self._commit_carried(consumer, [(tp.topic, tp.partition) for tp in fresh], committed)
+        owed = self._commit_carried(consumer, [(tp.topic, tp.partition) for tp in fresh], committed)
         for tp in fresh:
             key = (tp.topic, tp.partition)
             base, completed = committed.get(key, (None, frozenset()))
             self._epoch += 1
-            self._states[key] = PartitionState(
+            self._states[key] = state = PartitionState(
                 key,
                 self._epoch,
                 (RangeTracker if self._batching else PartitionTracker)(base, completed),
                 PartitionMetrics(self.metrics, tp.topic, tp.partition),
+                carried=key in owed,
             )
-            if base is not None:  # already committed: owed nothing until records finish
-                mark = (base, self._states[key].tracker.offset_map())
-                self._states[key].last_commit = self._states[key].acked = mark
+            if base is not None and key not in owed:  # committed: owed nothing until records finish
+                state.last_commit = state.acked = (base, state.tracker.offset_map())
             self._dispatcher.open(key)
+        if owed:
+            self._start_at(consumer, partitions, {k: committed[k][0] for k in owed})
         if fresh:
             log.info("assigned %s", ", ".join(f"{tp.topic}[{tp.partition}]" for tp in fresh))
         self.metrics.partitions_assigned.inc(len(fresh))
         self.metrics.rebalance_seconds.observe(time.monotonic() - started)
         self._last_activity = time.monotonic()
         self._revoke_due_until = 0.0
+        if self.config.eager and any(carry.membership(e) for e in owed.values()):
+            self._revoke_due_until = time.monotonic() + carry.revoke_due_s(self.config)
         if fresh:
             self._owned_changed()
 
@@ -97,12 +100,14 @@ class Rebalancing(EngineCore):
         consumer: Consumer,
         keys: list[PartitionKey],
         committed: dict[PartitionKey, tuple[int, frozenset[int]]],
-    ) -> None:
+    ) -> dict[PartitionKey, object]:
         """Commit what the last revoke could not (see :mod:`lagless.engine.carry`) for the
         partitions this member owns again, before the consumer reads where to start: the
         records done are neither fetched nor run again (``committed`` is updated). Where
         another member committed beyond it meanwhile, its commit stands. The others went to
-        another member: logged once with their coordinates."""
+        another member: logged once with their coordinates. Returns the partitions whose
+        commit was refused again, with the error: this member still starts after the records
+        it ran (see :meth:`_start_at`) and owes their commit."""
         carried, self._carried = self._carried, {}
         back = [
             k for k in keys
@@ -117,26 +122,44 @@ class Rebalancing(EngineCore):
                 errors = {(tp.topic, tp.partition): tp.error for tp in result if tp.error}
             except KafkaException as exc:
                 errors = {k: exc.args[0] for k in back}
-        for key in back:
-            if key not in errors:
-                owed = carried[key]
-                decoded = offset_map.decode(owed.metadata)
-                done = decoded[1] if decoded is not None and decoded[0] == owed.offset else None
-                committed[key] = (owed.offset, done or frozenset())
+        for key in back:  # refused or not, this member ran them: it starts after them
+            owed = carried[key]
+            decoded = offset_map.decode(owed.metadata)
+            done = decoded[1] if decoded is not None and decoded[0] == owed.offset else None
+            committed[key] = (owed.offset, done or frozenset())
         if len(errors) < len(back):
             log.info(
                 "committed after the rebalance what the revoke could not: %s",
                 ", ".join(f"{t}[{p}] offset {carried[(t, p)].offset}"
                           for t, p in back if (t, p) not in errors),
             )  # fmt: skip
-        carry.log_uncommitted(
-            {k: replace(carried[k], error=carry.name(e)) for k, e in errors.items()},
-            "refused again after the rebalance",
-        )
+        if errors:
+            log.warning(
+                "commit refused again after the rebalance: %s; this member owns these "
+                "partitions, starts after the records it ran and commits them next",
+                ", ".join(f"{t}[{p}] offset {carried[(t, p)].offset} ({carry.name(e)})"
+                          for (t, p), e in sorted(errors.items())),
+            )  # fmt: skip
         carry.log_uncommitted(
             {k: o for k, o in carried.items() if k not in keys},
             "revoked during a rebalance that refused commits, now owned by another member",
         )
+        return errors
+
+    def _start_at(
+        self, consumer: Consumer, partitions: list[TopicPartition], starts: dict[PartitionKey, int]
+    ) -> None:
+        """Assign ``partitions`` from the callback itself (librdkafka then does not, on every
+        group protocol): those in ``starts`` at that offset, whose carried commit was refused
+        again (the group holds a lower offset), the others as given (where committed)."""
+        offsets = [
+            TopicPartition(tp.topic, tp.partition, starts.get((tp.topic, tp.partition), tp.offset))
+            for tp in partitions
+        ]
+        if self.config.eager:
+            consumer.assign(offsets)
+        else:
+            consumer.incremental_assign(offsets)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Stop dispatching, wait for in-flight records up to the budget, commit, release."""
