@@ -76,8 +76,14 @@ def code(error: object) -> int | None:
 
 
 def transient(error: object) -> bool:
-    """A retry of the same commit may succeed (the member is still in its generation)."""
-    return code(error) in TRANSIENT
+    """A retry of the same commit may succeed (the member is still in its generation), or
+    of the commit without its offset map (the broker refused the map as too large)."""
+    return code(error) in TRANSIENT or metadata_too_large(error)
+
+
+def metadata_too_large(error: object) -> bool:
+    """The broker refuses offset maps this large (its ``offset.metadata.max.bytes``)."""
+    return code(error) == KafkaError.OFFSET_METADATA_TOO_LARGE
 
 
 def membership(error: object) -> bool:

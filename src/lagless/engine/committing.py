@@ -99,8 +99,8 @@ class Committing(EngineCore):
                 state.last_commit = mark
                 if sync or verify:
                     state.acked = mark
-        self._commits += 1
-        self.metrics.commits.inc()
+        if (sync or verify) and len(failed) < len(marks):
+            self._commit_accepted()
         if verify:
             self._check_metadata(offsets)
         return failed
@@ -144,7 +144,7 @@ class Committing(EngineCore):
         owed = {k: self._owed(self._states[k], e) for k, e in failed.items()}
         left = {**self._carried, **{k: o for k, o in owed.items() if o is not None}}
         self._carried.clear()
-        carry.log_uncommitted(left, "the group was rebalancing at shutdown")
+        carry.log_uncommitted(left, "at shutdown")
 
     def _mark(self, state: PartitionState) -> tuple[int, str] | None:
         """What a commit of ``state``'s partition sends: the safe offset and its offset map."""
@@ -155,6 +155,8 @@ class Committing(EngineCore):
 
     def _on_commit(self, err: KafkaError | None, partitions: list[TopicPartition]) -> None:
         """Asynchronous commit results: on failure the next commit sends them again."""
+        if err is not None and err.code() == KafkaError._NO_OFFSET:
+            err = None  # nothing was left to commit: what was sent stands
         failed = [tp for tp in partitions if err is not None or tp.error is not None]
         if not failed:
             for tp in partitions:
@@ -162,8 +164,7 @@ class Committing(EngineCore):
                 last = None if state is None else state.last_commit
                 if state is not None and last is not None and last[0] == tp.offset:
                     state.acked = last
-            return
-        if err is not None and err.code() == KafkaError._NO_OFFSET:
+            self._commit_accepted()
             return
         self._commit_failed(err or failed[0].error, len(failed))
         for tp in failed:
@@ -171,12 +172,29 @@ class Committing(EngineCore):
             if state is not None:
                 state.last_commit = None
 
+    def _commit_accepted(self) -> None:
+        """The broker stored a commit (counted in ``commits``)."""
+        self._commits += 1
+        self.metrics.commits.inc()
+        self._commit_failing_since = None
+
     def _commit_failed(self, error: object, partitions: int) -> None:
         """Log a failed commit once per failure kind between two rebalances (a rebalance
         fails every in-flight asynchronous commit the same way); repeats at DEBUG. The next
-        commit sends the offsets again."""
+        commit sends the offsets again; without the offset map if the broker found it too
+        large (``offset.metadata.max.bytes``)."""
+        if self._commit_failing_since is None:
+            self._commit_failing_since = time.monotonic()
+        self._commit_error = error
         if carry.membership(error) and self.config.eager:
             self._revoke_due_until = time.monotonic() + carry.revoke_due_s(self.config)
+        if carry.metadata_too_large(error) and self._metadata_kept is not False:
+            self._metadata_kept = False
+            log.warning(
+                "the broker refuses offset maps this large (offset.metadata.max.bytes): "
+                "commits go on without them, so records completed above a committed offset "
+                "are re-run after a restart (commits stay correct)"
+            )
         kind = carry.name(error)
         if kind in self._commit_failures_logged:
             log.debug("commit failed for %d partitions: %s", partitions, error)

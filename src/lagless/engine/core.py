@@ -107,6 +107,8 @@ class EngineCore:
         self._reported_errors: set[tuple[int, str | None]] = set()
         self._commit_failures_logged: set[str] = set()  # kinds logged since the last rebalance
         self._carried: dict[PartitionKey, Owed] = {}  # revoked, not committed (engine.carry)
+        self._commit_failing_since: float | None = None  # commits refused since (none accepted)
+        self._commit_error: object = None  # the last refusal
         self._revoke_due_until = 0.0  # eager: a commit refused, the revoke comes (engine.carry)
         self._consumer: Consumer | None = None
         self._workers: Workers | None = None
@@ -163,6 +165,9 @@ class EngineCore:
         raise NotImplementedError
 
     def _owed(self, state: PartitionState, error: object) -> Owed | None:
+        raise NotImplementedError
+
+    def _commit_accepted(self) -> None:
         raise NotImplementedError
 
     def _resume(self, state: PartitionState) -> None:

@@ -80,6 +80,12 @@ class PartitionState:
         return self.last_commit[0] != base
 
     @property
+    def commit_unconfirmed(self) -> bool:
+        """A commit is owed, or the last one sent is not acknowledged yet (an asynchronous
+        commit on its way, or one whose failure has not come back yet)."""
+        return self.commit_owed or (self.last_commit is not None and self.last_commit != self.acked)
+
+    @property
     def holds_nothing(self) -> bool:
         """Every record fetched here finished: none held by the tracker, kept back, running,
         or with its dead letter on the way."""

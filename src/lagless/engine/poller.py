@@ -25,6 +25,7 @@ import time
 
 from confluent_kafka import Consumer, KafkaException
 
+from lagless.engine import carry
 from lagless.engine.committing import Committing
 from lagless.engine.completions import Completing
 from lagless.engine.core import ProgressFn, topic_partition
@@ -42,6 +43,7 @@ from lagless.engine.summary import RunSummary, Timing
 from lagless.engine.topics import check_topics_exist
 from lagless.engine.watch import Watching
 from lagless.engine.workers import ThreadWorkers, Workers, make_workers
+from lagless.errors import ClusterError
 from lagless.kafka.clients import make_consumer
 
 __all__ = ["Engine", "ProgressFn"]
@@ -131,9 +133,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
         """Idle for ``idle_s`` (see :mod:`lagless.engine.idle`): nothing held or running,
         settled in the group (:mod:`lagless.engine.settle`), and everything assigned consumed
         to its end; with nothing assigned, settled so for at least two heartbeats."""
-        if self._in_flight or any(
-            s.tracker.pending or s.busy or s.commit_owed for s in self._states.values()
-        ):
+        if self._in_flight or any(s.tracker.pending or s.busy for s in self._states.values()):
             return False
         settled = self._settling.steady_for(now)
         if not self._states:
@@ -144,7 +144,30 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
         assert self._consumer is not None
         latest = self.config.auto_offset_reset == "latest"
         known = {key: state.tracker.committable for key, state in self._states.items()}
-        return consumed_to_end(self._consumer, known, latest)
+        if not consumed_to_end(self._consumer, known, latest):
+            return False
+        return not self._commits_unconfirmed(now)
+
+    def _commits_unconfirmed(self, now: float) -> bool:
+        """Whether a commit is owed or not acknowledged yet. Idle otherwise, a member whose
+        every commit the broker refused for the rejoin bound (session + heartbeat: a rebalance
+        is over by then) fails the run: exit 1, never 0 with what ran not committed."""
+        unconfirmed = [s for s in self._states.values() if s.commit_unconfirmed]
+        since = self._commit_failing_since
+        if (
+            unconfirmed
+            and since is not None
+            and now - since >= carry.rejoin_bound_s(self.config)
+            and all(s.last_commit is None for s in unconfirmed)  # refused, none on its way
+        ):
+            self._fail(
+                ClusterError(
+                    f"--until-idle: every record ran, but the broker has refused this "
+                    f"member's commits for {now - since:.0f} s ({carry.name(self._commit_error)}); "
+                    "what finished since the last commit runs again next time"
+                )
+            )
+        return bool(unconfirmed)
 
     # -- poll -----------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ class Rebalancing(EngineCore):
         started = time.monotonic()
         self._settling.changed()
         self._commit_failures_logged.clear()  # a new generation: log each failure kind again
+        self._commit_failing_since = None  # and count refusals afresh
         if self._timing.first_assigned is None:
             self._timing.first_assigned = started
         self._emit(EventKind.ASSIGNED, [(tp.topic, tp.partition) for tp in partitions])
@@ -128,8 +129,9 @@ class Rebalancing(EngineCore):
             done = decoded[1] if decoded is not None and decoded[0] == owed.offset else None
             committed[key] = (owed.offset, done or frozenset())
         if len(errors) < len(back):
+            self._commit_accepted()
             log.info(
-                "committed after the rebalance what the revoke could not: %s",
+                "committed after the rebalance what could not be before it: %s",
                 ", ".join(f"{t}[{p}] offset {carried[(t, p)].offset}"
                           for t, p in back if (t, p) not in errors),
             )  # fmt: skip
@@ -191,10 +193,16 @@ class Rebalancing(EngineCore):
         self._owned_changed()
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """Partitions lost (another member may own them already): drop without commit."""
+        """Partitions lost (the session ended or the member was fenced; another member may
+        own them already): dropped without a commit. What finished and was not committed is
+        carried (see :mod:`lagless.engine.carry`): committed if the partition comes back to
+        this member, else logged with its coordinates."""
         self._settling.changed()
         self.metrics.rebalances.labels("lost").inc()
         states = self._release([(tp.topic, tp.partition) for tp in partitions])
+        owed = {s.tp: o for s in states if (o := self._owed(s, "lost")) is not None
+                and (o.offset, o.metadata) != s.acked}  # fmt: skip
+        self._carried.update(owed)
         self._drop(states)
         self._lost += len(states)
         self.metrics.partitions_lost.inc(len(states))
@@ -202,7 +210,13 @@ class Rebalancing(EngineCore):
         self._revoke_due_until = 0.0
         self._owned_changed()
         if states:
-            log.warning("lost %d partitions without commit", len(states))
+            log.warning(
+                "lost %s without commit (session ended or member fenced)%s",
+                ", ".join(f"{t}[{p}]" for t, p in sorted(s.tp for s in states)),
+                "; finished, not committed yet: " + ", ".join(
+                    f"{t}[{p}] below offset {o.offset}" for (t, p), o in sorted(owed.items())
+                ) if owed else "",
+            )  # fmt: skip
 
     def _release(self, keys: list[PartitionKey]) -> list[PartitionState]:
         """Stop dispatching ``keys``; their states, still registered for completions."""
