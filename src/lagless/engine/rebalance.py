@@ -144,7 +144,7 @@ class Rebalancing(EngineCore):
             )  # fmt: skip
         carry.log_uncommitted(
             {k: o for k, o in carried.items() if k not in keys},
-            "revoked during a rebalance that refused commits, now owned by another member",
+            "carried from the last generation, now owned by another member",
         )
         return errors
 
@@ -200,7 +200,8 @@ class Rebalancing(EngineCore):
         self._settling.changed()
         self.metrics.rebalances.labels("lost").inc()
         states = self._release([(tp.topic, tp.partition) for tp in partitions])
-        owed = {s.tp: o for s in states if (o := self._owed(s, "lost")) is not None
+        owed = {s.tp: o for s in states if (s.finished or s.carried)
+                and (o := self._owed(s, "lost")) is not None
                 and (o.offset, o.metadata) != s.acked}  # fmt: skip
         self._carried.update(owed)
         self._drop(states)
