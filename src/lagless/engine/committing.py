@@ -138,6 +138,9 @@ class Committing(EngineCore):
         while (failed or self._carried) and not self._hurry and time.monotonic() < deadline:
             self._consumer.consume(config.poll_batch, 0.1)  # serve the rebalance
             failed = {k: e for k, e in failed.items() if k in self._states}  # revoked: carried
+            for key, state in self._states.items():  # back, its carried commit refused again
+                if state.carried and state.last_commit is None and key not in failed:
+                    failed[key] = "refused again after the rebalance"
             if failed and time.monotonic() >= next_try:
                 failed = self._commit([self._states[k] for k in failed], sync=True)
                 next_try = time.monotonic() + carry.REJOIN_RETRY_S

@@ -150,8 +150,9 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
 
     def _commits_unconfirmed(self, now: float) -> bool:
         """Whether a commit is owed or not acknowledged yet. Idle otherwise, a member whose
-        every commit the broker refused for the rejoin bound (session + heartbeat: a rebalance
-        is over by then) fails the run: exit 1, never 0 with what ran not committed."""
+        commits the broker refused for the rejoin bound (session + heartbeat: a rebalance is
+        over by then) sends them once more, synchronously; refused again, it fails the run:
+        exit 1, never 0 with what ran not committed."""
         unconfirmed = [s for s in self._states.values() if s.commit_unconfirmed]
         since = self._commit_failing_since
         if (
@@ -160,6 +161,8 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
             and now - since >= carry.rejoin_bound_s(self.config)
             and all(s.last_commit is None for s in unconfirmed)  # refused, none on its way
         ):
+            if not self._commit_retrying(unconfirmed, time.monotonic() + carry.REVOKE_RETRY_S):
+                return False  # accepted now: idle at the next turn
             self._fail(
                 ClusterError(
                     f"--until-idle: every record ran, but the broker has refused this "
