@@ -6,9 +6,6 @@ too large are dropped (commits go on)."""
 from __future__ import annotations
 
 import json
-import signal
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError
@@ -21,21 +18,11 @@ from tests.integration.engine_helpers.mock import lines, mock_committed
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def group(tmp_path: Path) -> Iterator[tuple[FaultyMock, Group]]:
-    with FaultyMock() as mock:
-        members = Group(mock.bootstrap, tmp_path)
-        try:
-            yield mock, members
-        finally:
-            members.kill_all()
-
-
 def test_until_idle_fails_when_the_broker_refuses_every_commit(
-    group: tuple[FaultyMock, Group],
+    faulty_mock: FaultyMock, faulty_group: Group
 ) -> None:
     """Every record runs, every commit is refused: exit 1 naming the refusal, not exit 0."""
-    mock, members = group
+    mock, members = faulty_mock, faulty_group
     ids = members.produce(4, "w")
     members.start("a")
     wait_for(lambda: members.assigned("a"), 30, "a assigned")
@@ -51,12 +38,12 @@ def test_until_idle_fails_when_the_broker_refuses_every_commit(
 
 
 def test_a_commit_refused_once_past_the_bound_is_sent_again_before_giving_up(
-    group: tuple[FaultyMock, Group],
+    faulty_mock: FaultyMock, faulty_group: Group
 ) -> None:
     """Every record ran; the next commit (a 20 s interval: longer than the rejoin bound) is
     refused a few times: sent again at once before the member would give up, it lands: exit
     0, committed at the ends."""
-    mock, members = group
+    mock, members = faulty_mock, faulty_group
     ids = members.produce(4, "w")
     members.start("a", "--commit-interval", "20")
     wait_for(lambda: members.assigned("a"), 30, "a assigned")
@@ -70,21 +57,20 @@ def test_a_commit_refused_once_past_the_bound_is_sent_again_before_giving_up(
 
 @pytest.mark.parametrize("refusals", [1, 2])
 def test_a_last_commit_refused_as_fenced_is_committed_after_the_member_rejoins(
-    group: tuple[FaultyMock, Group], refusals: int
+    faulty_mock: FaultyMock, faulty_group: Group, refusals: int
 ) -> None:
     """The only commit is the last one (SIGTERM); refused with ILLEGAL_GENERATION, librdkafka
     reports the partitions lost: what finished is carried, logged with its offsets, and
     committed once the member rejoins and owns them again (refused again there, sent again
     before the member closes). Every record once."""
-    mock, members = group
+    mock, members = faulty_mock, faulty_group
     ids = members.produce(4, "w")
     members.start("a", "--commit-interval", "600", "--commit-every", "1000000")
     wait_for(lambda: members.assigned("a"), 30, "a assigned")
     ids += members.produce(1000, "r")
     wait_for(lambda: lines(members.tmp / "a.ids") >= 300, 30, "a works")
     mock.refuse(OFFSET_COMMIT, *[KafkaError.ILLEGAL_GENERATION] * refusals)
-    members.procs["a"].send_signal(signal.SIGTERM)
-    members.finish("a", 60)
+    members.stop("a", 60)
     log = members.logs["a"]
     assert "without commit (session ended or member fenced); finished, not committed" in log, log
     assert "not committed (at shutdown)" not in log, log[-3000:]
@@ -95,11 +81,11 @@ def test_a_last_commit_refused_as_fenced_is_committed_after_the_member_rejoins(
 
 
 def test_offset_maps_a_broker_finds_too_large_are_dropped(
-    group: tuple[FaultyMock, Group],
+    faulty_mock: FaultyMock, faulty_group: Group
 ) -> None:
     """A commit refused with OFFSET_METADATA_TOO_LARGE: said once, commits go on without
     offset maps, the run ends committed at the partitions' ends."""
-    mock, members = group
+    mock, members = faulty_mock, faulty_group
     ids = members.produce(4, "w")
     members.start("a")
     wait_for(lambda: members.assigned("a"), 30, "a assigned")

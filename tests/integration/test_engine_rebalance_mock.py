@@ -122,42 +122,33 @@ def test_a_member_stopped_during_a_rebalance_commits_in_its_next_generation(
     eager.check_done(ids)
 
 
-@pytest.fixture
-def faulty_mock() -> Iterator[FaultyMock]:
-    with FaultyMock() as mock:
-        yield mock
-
-
 def test_a_carried_commit_refused_again_re_runs_nothing_where_the_member_stays(
-    faulty_mock: FaultyMock, tmp_path: Path
+    faulty_mock: FaultyMock, faulty_group: Group
 ) -> None:
     """b works alone; x joins the group for another topic (b keeps every partition of its
     own): b's revoke commit is refused (the mock, while x joins) and carried, and its commit
     in the next generation is refused too (injected). b starts after the records it ran
     anyway, and commits them next: every record once."""
-    group = Group(faulty_mock.bootstrap, tmp_path)
+    group = faulty_group
     other = f"other-{uuid.uuid4().hex[:8]}"
     helpers.produce_jobs({"bootstrap.servers": faulty_mock.bootstrap}, other, 1)
     ids = group.produce(4, "w")
     group.start("b")
+    wait_for(lambda: group.assigned("b"), 30, "b assigned")
+    ids += group.produce(3000, "r")
+    wait_for(lambda: lines(group.tmp / "b.ids") >= 300, 30, "b works")
+    x = Consumer({"bootstrap.servers": faulty_mock.bootstrap, "group.id": group.group,
+                  "partition.assignment.strategy": "range", "session.timeout.ms": 6000,
+                  "heartbeat.interval.ms": 1500})  # fmt: skip
+    x.subscribe([other])
     try:
-        wait_for(lambda: group.assigned("b"), 30, "b assigned")
-        ids += group.produce(3000, "r")
-        wait_for(lambda: lines(tmp_path / "b.ids") >= 300, 30, "b works")
-        x = Consumer({"bootstrap.servers": faulty_mock.bootstrap, "group.id": group.group,
-                      "partition.assignment.strategy": "range", "session.timeout.ms": 6000,
-                      "heartbeat.interval.ms": 1500})  # fmt: skip
-        x.subscribe([other])
-        try:
-            wait_for(lambda: x.poll(0.05) is None and group.revokes("b") > 0, 30, "b revoked")
-            faulty_mock.refuse(OFFSET_COMMIT, KafkaError.REBALANCE_IN_PROGRESS)
-            wait_for(lambda: x.poll(0.05) is None and bool(x.assignment()), 30, "x assigned")
-            assert lines(tmp_path / "b.ids") < len(ids), "b ran every record before x came"
-        finally:
-            x.close()
-        group.finish("b", 60)
+        wait_for(lambda: x.poll(0.05) is None and group.revokes("b") > 0, 30, "b revoked")
+        faulty_mock.refuse(OFFSET_COMMIT, KafkaError.REBALANCE_IN_PROGRESS)
+        wait_for(lambda: x.poll(0.05) is None and bool(x.assignment()), 30, "x assigned")
+        assert lines(group.tmp / "b.ids") < len(ids), "b ran every record before x came"
     finally:
-        group.kill_all()
+        x.close()
+    group.finish("b", 60)
     group.exactly_once(ids)
     assert "commit refused again after the rebalance" in group.logs["b"], group.logs["b"][-3000:]
     group.check_done(ids)

@@ -104,6 +104,12 @@ def name(error: object) -> str:
     return error.name() if isinstance(error, KafkaError) else str(error)
 
 
+def listed(owed: Mapping[PartitionKey, Owed]) -> str:
+    """``t[0] offset 225 (REBALANCE_IN_PROGRESS), ...``: each partition, offset and error."""
+    items = sorted(owed.items())
+    return ", ".join(f"{t}[{p}] offset {o.offset} ({o.error})" for (t, p), o in items)
+
+
 def log_uncommitted(owed: Mapping[PartitionKey, Owed], why: str) -> None:
     """One warning naming every partition and offset left uncommitted."""
     if not owed:
@@ -112,5 +118,5 @@ def log_uncommitted(owed: Mapping[PartitionKey, Owed], why: str) -> None:
         "not committed (%s): %s; records below these offsets that finished since the last "
         "commit will run again",
         why,
-        ", ".join(f"{t}[{p}] offset {o.offset} ({o.error})" for (t, p), o in sorted(owed.items())),
+        listed(owed),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
@@ -136,12 +137,12 @@ class Rebalancing(EngineCore):
                           for t, p in back if (t, p) not in errors),
             )  # fmt: skip
         if errors:
+            again = {k: replace(carried[k], error=carry.name(e)) for k, e in errors.items()}
             log.warning(
                 "commit refused again after the rebalance: %s; this member owns these "
                 "partitions, starts after the records it ran and commits them next",
-                ", ".join(f"{t}[{p}] offset {carried[(t, p)].offset} ({carry.name(e)})"
-                          for (t, p), e in sorted(errors.items())),
-            )  # fmt: skip
+                carry.listed(again),
+            )
         carry.log_uncommitted(
             {k: o for k, o in carried.items() if k not in keys},
             "carried from the last generation, now owned by another member",

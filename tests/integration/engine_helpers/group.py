@@ -54,9 +54,9 @@ class Group:
         return sum(json.loads(line).get("kind") == "revoked"
                    for line in events.read_text().splitlines())  # fmt: skip
 
-    def stop(self, name: str) -> None:
+    def stop(self, name: str, timeout: float = 30) -> None:
         self.procs[name].send_signal(signal.SIGTERM)
-        self.finish(name, 30)
+        self.finish(name, timeout)
 
     def finish(self, name: str, timeout: float, expect: int = 0) -> str:
         """Wait for member ``name`` to exit with ``expect``; its stdout (stderr in ``logs``)."""

@@ -1,0 +1,28 @@
+"""Fixtures for integration tests that steer a broker into failing on purpose."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.engine_helpers.faults import FaultyMock
+from tests.integration.engine_helpers.group import Group
+
+
+@pytest.fixture
+def faulty_mock() -> Iterator[FaultyMock]:
+    """A mock cluster of this test's own, whose requests can be made to fail."""
+    with FaultyMock() as mock:
+        yield mock
+
+
+@pytest.fixture
+def faulty_group(faulty_mock: FaultyMock, tmp_path: Path) -> Iterator[Group]:
+    """``lagless consume`` members of one group on ``faulty_mock``; killed at the end."""
+    members = Group(faulty_mock.bootstrap, tmp_path)
+    try:
+        yield members
+    finally:
+        members.kill_all()
