@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean java
+.PHONY: demo test lint bench clean java tools
 
 $(STAMP): pyproject.toml setup.py scripts/compile_pyspark_zip.py $(wildcard src/lagless/spark/_*.[ch])
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "lagless needs Python 3.11 or newer")'
@@ -17,11 +17,15 @@ $(STAMP): pyproject.toml setup.py scripts/compile_pyspark_zip.py $(wildcard src/
 java:
 	@command -v java >/dev/null 2>&1 || { echo "lagless: Java 17+ is needed for Spark: install it with 'apt-get install openjdk-17-jre-headless' (or your OS's JDK 17 package)"; exit 1; }
 
+# Chromium and Prometheus for the browser and alert tests (installed where root can; else they skip)
+tools:
+	@bash scripts/install_tools.sh
+
 demo: $(STAMP) java
 	$(BIN)/lagless demo
 
 # the integration tests mostly wait on the broker (group joins): three files run at once
-test: $(STAMP) java
+test: $(STAMP) java tools
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n 3 --dist loadfile tests
