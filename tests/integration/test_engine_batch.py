@@ -17,11 +17,11 @@ import pytest
 
 from lagless.engine import Ordering, Record, inline, run_engine
 from lagless.engine.dlq import H_ATTEMPTS, H_ERROR
+from lagless.ids import ID_HEADER
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
 from lagless.observe.metrics import Metrics
-from lagless.produce.workloads import ID_HEADER
 from tests.conftest import Cluster
 from tests.integration.engine_helpers import (
     LEDGER_BATCH_HANDLER,

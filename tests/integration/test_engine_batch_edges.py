@@ -15,9 +15,9 @@ from confluent_kafka import Producer
 
 from lagless.engine import Record, run_engine
 from lagless.errors import RecordCoordinates, RecordError
+from lagless.ids import ID_HEADER
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.offsets import end_offsets
-from lagless.produce.workloads import ID_HEADER
 from tests.conftest import Cluster
 from tests.integration.engine_helpers import (
     engine_config,

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from lagless.ids import ID_HEADER
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
-from lagless.produce.workloads import ID_HEADER
 from tests.conftest import Cluster, run_cli
 from tests.integration.engine_helpers import (
     GROUP_FLAGS,

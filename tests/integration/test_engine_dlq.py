@@ -20,10 +20,11 @@ from lagless.engine.dlq import (
     H_TOPIC,
 )
 from lagless.errors import RecordError
+from lagless.ids import ID_HEADER
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
-from lagless.produce.workloads import ID_HEADER, OutRecord
+from lagless.produce.workloads import OutRecord
 from tests.conftest import Cluster
 from tests.integration.engine_helpers import (
     Ledger,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lagless.produce.workloads import MALFORMED_HEADER
+from lagless.ids import MALFORMED_HEADER
 from tests.conftest import Cluster, run_cli
 from tests.integration.app_helpers.docs import python_blocks
 from tests.integration.engine_helpers import GROUP_FLAGS, REPO

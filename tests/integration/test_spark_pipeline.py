@@ -18,13 +18,13 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lagless.errors import LaglessError
+from lagless.ids import ID_HEADER, MALFORMED_HEADER
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.clients import make_producer
 from lagless.kafka.offsets import topic_ranges
 from lagless.kafka.reader import read_all
 from lagless.observe.metrics import Metrics
 from lagless.observe.timeline import load_timeline
-from lagless.produce.workloads import ID_HEADER, MALFORMED_HEADER
 from lagless.spark.events import dlq_headers
 from lagless.spark.pipeline import PipelineConfig, PipelineSummary, run_pipeline
 from lagless.spark.sink import BATCH_ID_HEADER

@@ -17,10 +17,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from lagless.errors import LaglessError
+from lagless.ids import ID_HEADER
 from lagless.kafka.offsets import OffsetProbe, PartitionRange
 from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
-from lagless.produce.workloads import ID_HEADER
 from lagless.spark.fetch import read_range
 from lagless.spark.offsets import data_loss_handler
 from lagless.spark.options import SourceOptions

@@ -8,13 +8,14 @@ from collections import Counter
 import pytest
 from confluent_kafka import TopicPartition
 
+from lagless.ids import ID_HEADER
 from lagless.kafka.clients import make_consumer, make_producer
 from lagless.kafka.offsets import end_offsets, probe_conf, topic_ranges
 from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
 from lagless.produce.producer import run_load
 from lagless.produce.profiles import Profile
-from lagless.produce.workloads import ID_HEADER, Workload, WorkloadSpec, generate
+from lagless.produce.workloads import Workload, WorkloadSpec, generate
 from tests.conftest import Cluster, run_cli
 
 pytestmark = pytest.mark.integration

@@ -22,6 +22,7 @@ from lagless.cli.lag import lag_table
 from lagless.engine import EngineConfig, load_handler, run_engine
 from lagless.engine.record import Record
 from lagless.errors import ConfigError
+from lagless.ids import ID_HEADER, MALFORMED_HEADER
 from lagless.kafka.admin import create_topic
 from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
@@ -30,7 +31,7 @@ from lagless.observe.metrics import Metrics
 from lagless.observe.report import write_report
 from lagless.observe.timeline import Recorder
 from lagless.produce.producer import run_load
-from lagless.produce.workloads import ID_HEADER, MALFORMED_HEADER, Workload, WorkloadSpec, generate
+from lagless.produce.workloads import Workload, WorkloadSpec, generate
 
 PARTITIONS = 6
 

@@ -20,7 +20,7 @@ from typing import IO
 
 from lagless.engine.record import Record
 from lagless.errors import LaglessError
-from lagless.produce.workloads import ID_HEADER
+from lagless.ids import ID_HEADER
 
 
 @dataclass(frozen=True, slots=True)

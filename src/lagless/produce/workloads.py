@@ -5,7 +5,7 @@
 
 Every record carries a ``lagless-id`` header with its id (also for malformed records, whose
 value may not parse), so tests and the dead-letter paths can count records by id. A malformed
-record also carries ``lagless-malformed`` naming what is wrong with it.
+record also carries ``lagless-malformed`` naming what is wrong with it (both in :mod:`lagless.ids`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from lagless.errors import ConfigError
-
-ID_HEADER = "lagless-id"
-MALFORMED_HEADER = "lagless-malformed"
+from lagless.ids import ID_HEADER, MALFORMED_HEADER, Malformation
 
 CURRENCIES = ("EUR", "USD", "GBP", "JPY", "CHF")
 COUNTRIES = ("DE", "FR", "US", "GB", "JP", "CH", "NL", "ES", "IT", "BR")
@@ -30,13 +28,6 @@ COUNTRIES = ("DE", "FR", "US", "GB", "JP", "CH", "NL", "ES", "IT", "BR")
 class Workload(StrEnum):
     JOBS = "jobs"
     EVENTS = "events"
-
-
-class Malformation(StrEnum):
-    BROKEN_JSON = "broken_json"
-    MISSING_FIELD = "missing_field"
-    WRONG_TYPE = "wrong_type"
-    NEGATIVE_AMOUNT = "negative_amount"
 
 
 @dataclass(frozen=True)

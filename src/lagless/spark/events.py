@@ -14,7 +14,7 @@ rows that do not fit). A row is invalid, with ``dlq_error_class`` and ``dlq_erro
 | wrong_type | a field holds a value of the wrong type (e.g. a string amount, a bad timestamp) |
 | negative_amount | ``amount`` < 0 |
 
-The classes are the names of :class:`lagless.produce.workloads.Malformation`.
+The classes are the names of :class:`lagless.ids.Malformation`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import DoubleType, StringType, StructField, StructType, TimestampType
 
-from lagless.produce.workloads import Malformation
+from lagless.ids import Malformation
 
 CORRUPT = "_corrupt_record"
 EVENT_FIELDS = (

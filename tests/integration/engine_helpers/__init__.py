@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from lagless.engine import EngineConfig, Record
+from lagless.ids import ID_HEADER
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
 from lagless.produce.producer import run_load
-from lagless.produce.workloads import ID_HEADER, OutRecord, Workload, WorkloadSpec, generate
+from lagless.produce.workloads import OutRecord, Workload, WorkloadSpec, generate
 
 REPO = Path(__file__).resolve().parents[3]
 LAGLESS = str(Path(sys.executable).parent / "lagless")

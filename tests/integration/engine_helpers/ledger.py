@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 
 from lagless.engine.record import Record
-from lagless.produce.workloads import ID_HEADER
+from lagless.ids import ID_HEADER
 
 
 def handle(record: Record) -> None:

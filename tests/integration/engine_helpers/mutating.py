@@ -8,7 +8,7 @@ import os
 from collections.abc import MutableSequence
 
 from lagless.engine.record import Record
-from lagless.produce.workloads import ID_HEADER
+from lagless.ids import ID_HEADER
 
 
 def handle_batch(records: MutableSequence[Record]) -> None:

@@ -19,10 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
+from lagless.ids import ID_HEADER
 from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
 from lagless.produce.producer import run_load
-from lagless.produce.workloads import ID_HEADER, OutRecord, Workload, WorkloadSpec, generate
+from lagless.produce.workloads import OutRecord, Workload, WorkloadSpec, generate
 from lagless.spark.events import DLQ_ID_HEADER
 from lagless.spark.session import build_session
 
