@@ -5,18 +5,16 @@ A revoke (or the last commit before close) commits synchronously. Two kinds of f
 - *transient* (the coordinator moved, loads, or did not answer): sent again at once, within the
   revoke budget (at shutdown, within the rejoin bound below);
 - *membership* (``REBALANCE_IN_PROGRESS``, ``ILLEGAL_GENERATION``, ``UNKNOWN_MEMBER_ID``, a
-  stale or fenced epoch): no commit of this generation can succeed any more. Apache Kafka
-  accepts an eager member's commits while the group prepares a rebalance, but librdkafka's mock
-  cluster refuses every commit from the moment another member's JoinGroup arrives until this
-  member has rejoined, and a member hears of the rebalance only at its next heartbeat. The
-  offsets are then *carried* (:class:`Owed`): once the member owns the partition again (the
-  next assignment, a new generation) they are committed before anything is read, so the
-  records already done are not run again; refused again (the group rebalances once more), the
-  member still starts after them and owes their commit, sent with its next one. A partition
-  that went to another member cannot be committed for it: it is logged once with its
-  coordinates and the new owner re-runs what finished since the last commit that succeeded.
-  So that this is as little as possible, an eager member whose commit was refused for
-  membership starts no more records until the revoke (:func:`revoke_due_s`).
+  stale or fenced epoch): no commit of this generation can succeed any more, and a member hears
+  of the rebalance only at its next heartbeat (how often a broker refuses so differs: see
+  :mod:`lagless.kafka.compat`). The offsets are then *carried* (:class:`Owed`): once the member
+  owns the partition again (the next assignment, a new generation) they are committed before
+  anything is read, so the records already done are not run again; refused again (the group
+  rebalances once more), the member still starts after them and owes their commit, sent with
+  its next one. A partition that went to another member cannot be committed for it: it is
+  logged once with its coordinates and the new owner re-runs what finished since the last
+  commit that succeeded. So that this is as little as possible, an eager member whose commit
+  was refused for membership starts no more records until the revoke (:func:`revoke_due_s`).
 """
 
 from __future__ import annotations

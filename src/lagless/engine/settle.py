@@ -4,9 +4,8 @@ A member is settled when librdkafka says its group membership is ``up`` and its 
 ``steady``: a rebalance completed and no other is under way for it. While it joins (a newcomer),
 rejoins (a cooperative rebalance's second round after a revocation, a heartbeat answered
 REBALANCE_IN_PROGRESS) or waits for an assignment call, it is not: more partitions may be on
-their way, and a member that leaves while its own JoinGroup is pending can wedge a broker that
-gets this wrong (the embedded Tansu 0.6 keeps such a member as the group's leader: the others
-then rejoin for ever and never get a partition).
+their way, and a member that leaves while its own JoinGroup is pending can wedge a broker (see
+:mod:`lagless.kafka.compat`).
 
 No client call tells the join state; librdkafka's statistics do (``cgrp.join_state``), so an
 engine with ``until_idle_s`` asks for them every :func:`stats_interval_ms` and reads that one

@@ -1,9 +1,10 @@
 """Which cluster is this? Product and version as far as the cluster tells, and what it supports.
 
 The Kafka protocol does not name the broker's software. :func:`describe_cluster` reads the
-cluster id and brokers from metadata and recognises the two clusters lagless runs itself: the
-embedded Tansu broker (cluster id ``tansu_cluster``; version from its binary) and librdkafka's
-mock cluster (cluster id ``mockCluster…``). Anything else is named by its cluster id and broker
+cluster id and brokers from metadata and recognises the two clusters lagless runs itself (their
+kind, :func:`lagless.kafka.compat.kind_of`): the embedded Tansu broker (version from its
+binary) and librdkafka's mock cluster. What each does differently from Apache Kafka is in
+:mod:`lagless.kafka.compat`. Anything else is named by its cluster id and broker
 count. :func:`supports_kip848` asks the cluster by behaviour: a consumer with
 ``group.protocol=consumer`` either gets an assignment or does not (Tansu 0.6 answers neither
 yes nor no: it just never assigns).
@@ -22,11 +23,9 @@ import confluent_kafka
 from confluent_kafka import KafkaException
 
 from lagless.broker.embedded import tansu_binary
-from lagless.broker.mock import MOCK_CLUSTER_ID_PREFIX
 from lagless.errors import ClusterError, LaglessError
 from lagless.kafka.clients import make_consumer, make_producer
-
-TANSU_CLUSTER_ID = "tansu_cluster"
+from lagless.kafka.compat import Deviations, Kind, deviations_for, kind_of
 
 
 @dataclass(frozen=True)
@@ -38,13 +37,23 @@ class ClusterInfo:
     bootstrap: str
 
     @property
+    def kind(self) -> Kind:
+        """What kind of cluster this is (see :mod:`lagless.kafka.compat`)."""
+        return kind_of(self.cluster_id)
+
+    @property
+    def deviations(self) -> Deviations:
+        """What it does differently from Apache Kafka (see :mod:`lagless.kafka.compat`)."""
+        return deviations_for(self.kind)
+
+    @property
     def is_tansu(self) -> bool:
-        return self.cluster_id == TANSU_CLUSTER_ID
+        return self.kind is Kind.TANSU
 
     @property
     def is_mock(self) -> bool:
         """librdkafka's mock cluster (no admin API; topics auto-created)."""
-        return bool(self.cluster_id and self.cluster_id.startswith(MOCK_CLUSTER_ID_PREFIX))
+        return self.kind is Kind.MOCK
 
     @property
     def name(self) -> str:
@@ -84,9 +93,10 @@ def describe_cluster(conf: Mapping[str, Any], timeout: float = 10.0) -> ClusterI
     cluster_id = meta.cluster_id
     brokers = len(meta.brokers)
     bootstrap = str(conf.get("bootstrap.servers", ""))
-    if cluster_id == TANSU_CLUSTER_ID:
+    kind = kind_of(cluster_id)
+    if kind is Kind.TANSU:
         return ClusterInfo("Tansu", tansu_version(), cluster_id, brokers, bootstrap)
-    if cluster_id and cluster_id.startswith(MOCK_CLUSTER_ID_PREFIX):
+    if kind is Kind.MOCK:
         lib = confluent_kafka.libversion()[0]
         return ClusterInfo(f"librdkafka {lib} mock cluster", None, cluster_id, brokers, bootstrap)
     return ClusterInfo("Kafka-protocol cluster", None, cluster_id, brokers, bootstrap)

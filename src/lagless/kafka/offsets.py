@@ -1,12 +1,12 @@
 """The one place partition start and end offsets come from.
 
-Why not ``ListOffsets(LATEST)`` (``Consumer.get_watermark_offsets(cached=False)``)? Some
-Kafka-compatible brokers (Tansu 0.6, our embedded broker) answer it with the base offset of
-the last written batch + 1, short by the records of that batch. Fetch responses carry the
-true high watermark on every broker, and ``PARTITION_EOF`` reports it. So the probe assigns
-each partition at the broker's idea of LATEST (at or below the true end), fetches until EOF,
-and takes the EOF offset: on Apache Kafka that is one empty fetch; on Tansu it reads at most
-one batch. Start offsets come from ``ListOffsets(EARLIEST)``, which every broker answers right.
+Ends are ``ListOffsets(LATEST)`` where the cluster answers it right; where it does not (see
+:mod:`lagless.kafka.compat`: the embedded Tansu answers the base offset of the last written
+batch + 1, short by the records of that batch), they are read from fetch responses, which
+carry the true high watermark on every broker: the probe assigns each partition at the
+broker's idea of LATEST (at or below the true end), fetches until ``PARTITION_EOF`` and takes
+its offset (at most one batch read). Start offsets come from ``ListOffsets(EARLIEST)``, which
+every broker answers right.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from confluent_kafka import OFFSET_END, KafkaError, KafkaException, TopicPartiti
 
 from lagless.errors import ClusterError
 from lagless.kafka.clients import make_consumer
+from lagless.kafka.compat import Deviations, deviations_of
 from lagless.kafka.records import coordinates
 
 PartitionKey = tuple[str, int]
@@ -67,6 +68,14 @@ class OffsetProbe:
 
     def __init__(self, conf: Mapping[str, Any], isolation: str = "read_uncommitted") -> None:
         self._consumer = make_consumer(probe_conf(conf, isolation))
+        self._deviations: Deviations | None = None
+
+    @property
+    def deviations(self) -> Deviations:
+        """What the cluster does differently from Apache Kafka (asked once)."""
+        if self._deviations is None:
+            self._deviations = deviations_of(self._consumer)
+        return self._deviations
 
     def close(self) -> None:
         self._consumer.close()
@@ -95,6 +104,12 @@ class OffsetProbe:
         wanted = list(partitions)
         if not wanted:
             return {}
+        if self.deviations.list_offsets_end:
+            return {key: self._listed(key, timeout)[1] for key in wanted}
+        return self._fetched_ends(wanted, timeout)
+
+    def _fetched_ends(self, wanted: list[PartitionKey], timeout: float) -> dict[PartitionKey, int]:
+        """End offsets from ``PARTITION_EOF`` (for a cluster whose ListOffsets is short)."""
         self._consumer.assign([TopicPartition(t, p, OFFSET_END) for t, p in wanted])
         ends: dict[PartitionKey, int] = {}
         deadline = time.monotonic() + timeout
@@ -123,16 +138,20 @@ class OffsetProbe:
         self, partitions: Iterable[PartitionKey], timeout: float = 10.0
     ) -> dict[PartitionKey, int]:
         """The first offset still held by each partition (ListOffsets EARLIEST)."""
-        out: dict[PartitionKey, int] = {}
-        for topic, partition in partitions:
-            try:
-                low, _high = self._consumer.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=timeout
-                )
-            except KafkaException as exc:
-                raise ClusterError(f"cannot list offsets of {topic}[{partition}]: {exc}") from None
-            out[(topic, partition)] = low
-        return out
+        return {key: self._listed(key, timeout)[0] for key in partitions}
+
+    def _listed(self, key: PartitionKey, timeout: float) -> tuple[int, int]:
+        """``ListOffsets`` EARLIEST and LATEST of one partition."""
+        topic, partition = key
+        try:
+            marks = self._consumer.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=timeout
+            )
+        except KafkaException as exc:
+            raise ClusterError(f"cannot list offsets of {topic}[{partition}]: {exc}") from None
+        if marks is None:
+            raise ClusterError(f"cannot list offsets of {topic}[{partition}]: no answer")
+        return int(marks[0]), int(marks[1])
 
     def ranges(self, topic: str, timeout: float = 10.0) -> list[PartitionRange]:
         """Start and end offsets of every partition of ``topic``."""

@@ -1,67 +1,127 @@
-"""Offsets by time: the first offset whose record timestamp is at or after a time.
+"""Offsets by time: the earliest offset whose record timestamp is at or after a time.
 
-``offsets_for_times`` (ListOffsets by timestamp) is the Kafka way, and what this asks first.
-Two deviations of the embedded broker (Tansu 0.6) are corrected by reading records: it answers
-at batch granularity with the broker's write time (the batch may start with older records), and
-for a time after the last write it answers 0 instead of "end". So the answer is verified: a time
-after the partition's last record maps to the end offset, and from the broker's offset the
-records are scanned forward to the first one at or after the time. On Apache Kafka the scan
-reads one record per partition.
+The one algorithm lagless uses (the CLI's ``--to-datetime``/``--by-duration``/``--since``,
+the Spark source's ``startingTimestamp`` and friends). Kafka's way is ``ListOffsets`` with a
+timestamp (``offsets_for_times``), asked of the cluster where it answers it right. Where it
+does not (see :mod:`lagless.kafka.compat`: the embedded Tansu answers with its write time at
+batch granularity and 0 past the last write; the mock cluster answers -1), the offset is found
+in the records: a binary search over ``[start, end)`` reading one record a step (about
+log2(records) fetches a partition), assuming timestamps grow with offsets within a partition,
+as a broker's time index does. Offsets missing inside the range (transaction markers,
+compaction) are fine: a step reads the first record at or after its offset.
+
+:func:`offsets_for_times` takes per partition a time and a range and answers None where no
+record of the range is that recent; :func:`offsets_at_time` answers the end offset there.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from contextlib import closing
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from lagless.errors import ClusterError
 from lagless.kafka.clients import make_consumer
+from lagless.kafka.compat import Deviations, deviations_of
 from lagless.kafka.offsets import OffsetProbe, PartitionKey, probe_conf
-from lagless.kafka.records import coordinates, data_only, timestamp_ms
+
+STEP_TIMEOUT_S = 10.0  # one step of the search: a record read, or the partition's end
 
 
-def scan(
-    consumer: Consumer,
-    positions: Mapping[PartitionKey, int],
-    ends: Mapping[PartitionKey, int],
-    found: Callable[[Message], bool],
-    timeout: float = 30.0,
-) -> dict[PartitionKey, Message | None]:
-    """Per partition, the first record from ``positions`` (below ``ends``) for which ``found``
-    is true; None when none is before the end."""
-    todo = {k: o for k, o in positions.items() if o < ends[k]}
-    out: dict[PartitionKey, Message | None] = {k: None for k in positions if k not in todo}
-    if not todo:
-        return out
-    consumer.assign([TopicPartition(t, p, o) for (t, p), o in todo.items()])
-    deadline = time.monotonic() + timeout
-    try:
-        while todo:
-            if time.monotonic() > deadline:
-                raise ClusterError(f"no answer within {timeout:.0f} s reading {sorted(todo)}")
-            for msg in data_only(consumer.consume(500, timeout=0.5)):
-                where = coordinates(msg)
-                key = (where.topic, where.partition)
-                if key not in todo or where.offset < todo[key]:
-                    continue
-                if found(msg):
-                    out[key] = msg
-                elif where.offset + 1 < ends[key]:
-                    continue
-                else:
-                    out[key] = None
-                del todo[key]
-                consumer.pause([TopicPartition(where.topic, where.partition)])
-    except KafkaException as exc:
-        raise ClusterError(f"cannot fetch records: {exc}") from None
-    finally:
-        # librdkafka keeps a partition's pause flag across assignments: clear it first
-        consumer.resume([TopicPartition(t, p) for t, p in positions])
-        consumer.unassign()
-    return out
+class TimeSeek:
+    """Offsets by time over one consumer (:meth:`close` it: ``with closing(TimeSeek(conf))``)."""
+
+    def __init__(self, conf: Mapping[str, Any], timeout: float = STEP_TIMEOUT_S) -> None:
+        self._consumer = make_consumer(probe_conf(conf))
+        self._timeout = timeout
+        self._deviations: Deviations | None = None
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    @property
+    def deviations(self) -> Deviations:
+        if self._deviations is None:
+            self._deviations = deviations_of(self._consumer, self._timeout)
+        return self._deviations
+
+    def offset_for_time(self, key: PartitionKey, start: int, end: int, ts_ms: int) -> int | None:
+        """The earliest offset in ``[start, end)`` whose record is at or after ``ts_ms``;
+        None when there is none."""
+        if start >= end:
+            return None
+        if self.deviations.list_offsets_by_time:
+            return self._asked(key, start, end, ts_ms)
+        low, high = start, end  # the answer lies in [low, high]; high: none in the range
+        while low < high:
+            middle = (low + high) // 2
+            hit = self._in_range(key, middle, end)
+            if hit is not None and hit[1] < ts_ms:
+                low = hit[0] + 1
+            else:
+                high = middle
+        found = self._in_range(key, low, end) if low < end else None
+        return None if found is None else found[0]
+
+    def _in_range(self, key: PartitionKey, offset: int, end: int) -> tuple[int, int] | None:
+        """:meth:`record_from`, None past ``end``."""
+        hit = self.record_from(key, offset)
+        return hit if hit is not None and hit[0] < end else None
+
+    def _asked(self, key: PartitionKey, start: int, end: int, ts_ms: int) -> int | None:
+        """The cluster's own answer (``ListOffsets`` by timestamp), kept within the range."""
+        try:
+            (answer,) = self._consumer.offsets_for_times(
+                [TopicPartition(key[0], key[1], ts_ms)], timeout=self._timeout
+            )
+        except KafkaException as exc:
+            raise ClusterError(f"cannot look up offsets by time: {exc}") from None
+        if answer.offset < 0 or answer.offset >= end:
+            return None
+        return max(answer.offset, start)
+
+    def record_from(self, key: PartitionKey, offset: int) -> tuple[int, int] | None:
+        """``(offset, timestamp ms)`` of the first record at or after ``offset``; None at the
+        partition's end."""
+        topic, partition = key
+        consumer = self._consumer
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        give_up = time.monotonic() + self._timeout
+        try:
+            while time.monotonic() < give_up:
+                for msg in consumer.consume(1, timeout=0.1):
+                    error = msg.error()
+                    if error is None:
+                        at: int = msg.offset()  # type: ignore[assignment]
+                        if msg.partition() == partition and at >= offset:
+                            return at, msg.timestamp()[1]
+                    elif error.code() == KafkaError._PARTITION_EOF:
+                        return None
+                    elif error.fatal() or not error.retriable():
+                        raise ClusterError(f"cannot fetch {topic}[{partition}]: {error}")
+        finally:
+            consumer.unassign()
+        raise ClusterError(
+            f"no record of {topic}[{partition}] from offset {offset} in {self._timeout:.0f} s"
+        )
+
+
+def offsets_for_times(
+    conf: Mapping[str, Any],
+    times: Mapping[PartitionKey, int],
+    earliest: Mapping[PartitionKey, int],
+    latest: Mapping[PartitionKey, int],
+) -> dict[PartitionKey, int | None]:
+    """Per partition, the earliest offset in ``[earliest, latest)`` whose record is at or
+    after its time (ms); None where none is."""
+    with closing(TimeSeek(conf)) as seek:
+        return {
+            key: seek.offset_for_time(key, earliest[key], latest[key], ts_ms)
+            for key, ts_ms in sorted(times.items())
+        }
 
 
 def offsets_at_time(
@@ -72,28 +132,5 @@ def offsets_at_time(
     with OffsetProbe(conf) as probe:
         ends = probe.end_offsets(partitions, timeout)
         starts = probe.start_offsets(partitions, timeout)
-    consumer = make_consumer(probe_conf(conf))
-    try:
-        asked = [TopicPartition(t, p, ts_ms) for t, p in partitions]
-        try:
-            answers = consumer.offsets_for_times(asked, timeout=timeout)
-        except KafkaException as exc:
-            raise ClusterError(f"cannot look up offsets by time: {exc}") from None
-        broker = {(tp.topic, tp.partition): tp.offset for tp in answers}
-        last = {k: ends[k] - 1 for k in partitions if ends[k] > starts[k]}
-        newest = scan(consumer, last, ends, lambda m: True, timeout)
-        from_: dict[PartitionKey, int] = {}
-        out: dict[PartitionKey, int] = {}
-        for key in partitions:
-            record = newest.get(key)
-            if record is None or (timestamp_ms(record) or 0) < ts_ms:
-                out[key] = ends[key]  # empty, or every record is older than the time
-                continue
-            answer = broker.get(key, -1)
-            from_[key] = min(max(answer if answer >= 0 else starts[key], starts[key]), ends[key])
-        first = scan(consumer, from_, ends, lambda m: (timestamp_ms(m) or 0) >= ts_ms, timeout)
-        for key, msg in first.items():
-            out[key] = ends[key] if msg is None else coordinates(msg).offset
-        return out
-    finally:
-        consumer.close()
+    found = offsets_for_times(conf, dict.fromkeys(partitions, ts_ms), starts, ends)
+    return {key: ends[key] if offset is None else offset for key, offset in found.items()}
