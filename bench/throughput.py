@@ -12,7 +12,7 @@ Topic ``fast``: N jobs records (~150 B values, the ``lagless-id`` header, K keys
   engine_<mode>     lagless, per-record handler, each ordering mode
   batch_<mode>      lagless, batch handler (``--batch-size``, default 500), each mode
                     (``inline_batches``: batches whose first call ran on the poll thread,
-                    see ``lagless.engine.inline``)
+                    see ``lagless.engine.workers.inline``)
 with the ``noop`` handler (group ``noop``). Topic ``slow``: M jobs records of ``sleep_ms`` 1,
 read by naive, engine_<mode> and batch_<mode> with the built-in ``sleep`` handler (group
 ``sleep_1ms``: 1 ms a record; its batch form sleeps the batch's total), and by naive,

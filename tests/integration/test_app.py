@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 import lagless
-from lagless.engine.dlq import H_ERROR, H_ERROR_CLASS, H_OFFSET
+from lagless.engine.results.dlq import H_ERROR, H_ERROR_CLASS, H_OFFSET
 from lagless.errors import ConfigError, RecordError
 from lagless.testing import TestKafka
 

@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 import lagless
-from lagless.engine.dlq import H_ERROR, H_ERROR_CLASS
+from lagless.engine.results.dlq import H_ERROR, H_ERROR_CLASS
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.offsets import end_offsets
 from lagless.testing import TestKafka

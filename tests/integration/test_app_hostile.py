@@ -21,7 +21,7 @@ from confluent_kafka import Producer
 from pydantic import BaseModel
 
 import lagless
-from lagless.engine.dlq import H_ERROR, H_OFFSET, H_TOPIC
+from lagless.engine.results.dlq import H_ERROR, H_OFFSET, H_TOPIC
 from lagless.errors import ConfigError
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.clients import make_consumer

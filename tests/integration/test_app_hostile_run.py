@@ -19,7 +19,7 @@ import pytest
 
 import lagless
 from lagless.app.runner import HURRY_GRACE_S
-from lagless.engine.dlq import H_ERROR
+from lagless.engine.results.dlq import H_ERROR
 from lagless.errors import ConfigError
 from lagless.kafka.admin import committed_offsets
 from lagless.testing import TestKafka

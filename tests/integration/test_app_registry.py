@@ -17,7 +17,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 import lagless
-from lagless.engine.dlq import H_ERROR
+from lagless.engine.results.dlq import H_ERROR
 from lagless.errors import ConfigError
 from lagless.testing import TestKafka
 

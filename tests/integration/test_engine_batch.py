@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from lagless.engine import Ordering, Record, inline, run_engine
-from lagless.engine.dlq import H_ATTEMPTS, H_ERROR
+from lagless.engine import Ordering, Record, run_engine
+from lagless.engine.results.dlq import H_ATTEMPTS, H_ERROR
+from lagless.engine.workers import inline
 from lagless.ids import ID_HEADER
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.reader import read_all
@@ -47,7 +48,7 @@ class Call:
     records: tuple[Record, ...]
     started: float
     ended: float
-    on_poll_thread: bool  # the engine's own thread: the test's (see lagless.engine.inline)
+    on_poll_thread: bool  # the engine's own thread: the test's (see lagless.engine.workers.inline)
 
 
 class Calls:
@@ -180,7 +181,7 @@ def test_a_failing_record_in_a_batch_goes_to_the_dlq_alone_and_the_rest_is_commi
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``poll-thread``: the poison's batch makes its first call on the poll thread (see
-    lagless.engine.inline), its retries and split go on on a worker thread."""
+    lagless.engine.workers.inline), its retries and split go on on a worker thread."""
     topic = make_topic(partitions=1)
     dlq = make_topic(partitions=1)
     ids = produce_jobs(cluster.conf, topic, 60, sleep_ms=(0, 1))

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from lagless.engine import EngineConfig, Ordering, Record, offset_map, run_engine
+from lagless.engine import EngineConfig, Ordering, Record, run_engine
 from lagless.engine.events import EventLog
+from lagless.engine.offsets import offset_map
 from lagless.engine.summary import RunSummary
 from tests.integration.engine_helpers import engine_config
 

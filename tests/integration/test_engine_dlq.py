@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from lagless.engine import Record, load_handler, run_engine
-from lagless.engine.dlq import (
+from lagless.engine.results.dlq import (
     H_ATTEMPTS,
     H_ERROR,
     H_ERROR_CLASS,

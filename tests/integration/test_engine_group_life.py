@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from lagless.broker.embedded import free_port
-from lagless.engine.ledger import read_ledger
+from lagless.engine.results.ledger import read_ledger
 from lagless.lab.model import EventKind, read_events
 from tests.conftest import Cluster, run_cli
 from tests.integration.engine_helpers import LAGLESS, consume_cmd, finish, produce_jobs, spawn

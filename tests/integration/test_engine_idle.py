@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from lagless.engine import Record, run_engine
-from lagless.engine.idle import consumed_to_end
+from lagless.engine.watch.idle import consumed_to_end
 from lagless.kafka.clients import make_consumer
 from tests.conftest import Cluster, run_cli
 from tests.integration.engine_helpers import GROUP_FLAGS, engine_config, produce_jobs

@@ -3,10 +3,11 @@
 The mock refuses every commit from the moment a member joins or leaves until the group has
 synced again (Apache Kafka accepts an eager member's commits while the group prepares), and an
 eager member hears of the rebalance only at its next heartbeat: its revoke commit is refused.
-The engine carries that commit into its next generation (see ``lagless.engine.carry``). Here:
-a member leaving cleanly re-runs nothing; a member joining re-runs only, on the partitions that
-moved, records below the offset the first member logs as not committed; a member stopped while
-the group rebalances commits in its next generation, so a later member re-runs nothing."""
+The engine carries that commit into its next generation (see ``lagless.engine.offsets.carry``).
+Here: a member leaving cleanly re-runs nothing; a member joining re-runs only, on the
+partitions that moved, records below the offset the first member logs as not committed; a
+member stopped while the group rebalances commits in its next generation, so a later member
+re-runs nothing."""
 
 from __future__ import annotations
 

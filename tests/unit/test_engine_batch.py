@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lagless.engine.batch import run_batch
 from lagless.engine.config import Ordering
+from lagless.engine.dispatch.lanes import Dispatcher
 from lagless.engine.handlers import DecodeError
-from lagless.engine.ordering import Dispatcher
+from lagless.engine.offsets.tracker import PartitionTracker
 from lagless.engine.record import Record
-from lagless.engine.retry import RetryPolicy, run_each
-from lagless.engine.tracker import PartitionTracker
+from lagless.engine.workers.batch import run_batch
+from lagless.engine.workers.retry import RetryPolicy, run_each
 
 POLICY = RetryPolicy(retries=2, backoff_s=0.001)
 

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 import pytest
 from confluent_kafka import Message
 
-from lagless.engine.batch import run_batch
-from lagless.engine.messages import MessageBatch
-from lagless.engine.ranges import RangeTracker
+from lagless.engine.intake.messages import MessageBatch
+from lagless.engine.offsets.range_tracker import RangeTracker
+from lagless.engine.offsets.tracker import PartitionTracker
 from lagless.engine.record import Record
-from lagless.engine.retry import RetryPolicy
-from lagless.engine.tracker import PartitionTracker
+from lagless.engine.workers.batch import run_batch
+from lagless.engine.workers.retry import RetryPolicy
 
 
 def message(offset: int, partition: int = 0) -> Message:

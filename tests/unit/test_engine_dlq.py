@@ -3,10 +3,10 @@ no broker needed)."""
 
 from __future__ import annotations
 
-from lagless.engine.dlq import DeadLettered, DeadLetterQueue, dlq_message_max_bytes
-from lagless.engine.inbox import new_inbox
 from lagless.engine.record import Record
-from lagless.engine.retry import Outcome
+from lagless.engine.results.dlq import DeadLettered, DeadLetterQueue, dlq_message_max_bytes
+from lagless.engine.workers.inbox import new_inbox
+from lagless.engine.workers.retry import Outcome
 
 
 def test_dlq_producer_size_follows_the_consumer_receive_limit() -> None:

@@ -10,9 +10,9 @@ import pytest
 
 from lagless.engine.config import EngineConfig
 from lagless.engine.events import EventKind, EventLog
-from lagless.engine.health import Health
-from lagless.engine.ledger import Ledger, read_ledger
 from lagless.engine.record import Record
+from lagless.engine.results.ledger import Ledger, read_ledger
+from lagless.engine.watch.health import Health
 from lagless.errors import ConfigError, LaglessError
 from lagless.lab.model import read_events
 

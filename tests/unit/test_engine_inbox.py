@@ -1,4 +1,4 @@
-"""The poll loop's timed wait for completions survives signals (see lagless.engine.inbox).
+"""The poll loop's timed wait for completions survives signals (see lagless.engine.workers.inbox).
 
 Run in a child process: signals reach Python handlers in the main thread only, and a wait
 that never ends must fail the test, not hang the suite."""
@@ -11,7 +11,7 @@ import sys
 CHILD = """
 import os, signal, sys, threading, time
 from queue import Empty
-from lagless.engine.inbox import new_inbox
+from lagless.engine.workers.inbox import new_inbox
 
 received = 0
 def count(signum, frame):

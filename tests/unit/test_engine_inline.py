@@ -1,5 +1,5 @@
-"""Fast batches on the poll thread (lagless.engine.inline): when a handler counts as fast, and
-that a batch whose first call ran on the submitting thread ends exactly as on a worker."""
+"""Fast batches on the poll thread (lagless.engine.workers.inline): when a handler counts as
+fast, and that a batch whose first call ran on the submitting thread ends exactly as on a worker."""
 
 from __future__ import annotations
 
@@ -10,13 +10,15 @@ from queue import Queue
 
 import pytest
 
-from lagless.engine import EngineConfig, inline
-from lagless.engine import workers as workers_module
-from lagless.engine.batch import BatchRun, run_batch
-from lagless.engine.inline import InlinePace
+from lagless.engine import EngineConfig
 from lagless.engine.record import Record
-from lagless.engine.retry import RetryPolicy, TaskResult
-from lagless.engine.workers import Completion, ThreadWorkers
+from lagless.engine.workers import inline
+from lagless.engine.workers import threads as workers_module
+from lagless.engine.workers.batch import BatchRun, run_batch
+from lagless.engine.workers.inline import InlinePace
+from lagless.engine.workers.protocol import Completion
+from lagless.engine.workers.retry import RetryPolicy, TaskResult
+from lagless.engine.workers.threads import ThreadWorkers
 from lagless.errors import ConfigError
 
 POLICY = RetryPolicy(retries=2, backoff_s=0.001, backoff_max_s=0.001)

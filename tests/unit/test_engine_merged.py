@@ -9,11 +9,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from lagless.engine.aio import run_each_async
-from lagless.engine.batch import run_batch, run_batch_async
+from lagless.engine.offsets.tracker import PartitionTracker
 from lagless.engine.record import LazyHeaders, Record
-from lagless.engine.retry import RetryPolicy, run_each
-from lagless.engine.tracker import PartitionTracker
+from lagless.engine.workers.aio import run_each_async
+from lagless.engine.workers.batch import run_batch, run_batch_async
+from lagless.engine.workers.retry import RetryPolicy, run_each
 
 POLICY = RetryPolicy(retries=1, backoff_s=0.001)
 
@@ -141,8 +141,9 @@ def test_lazy_headers_keep_a_null_value_none() -> None:
 
 
 def test_a_dead_process_names_its_record_and_keeps_the_task_successes_before_it() -> None:
-    from lagless.engine.inbox import new_inbox
-    from lagless.engine.workers import Completion, ProcessWorkers
+    from lagless.engine.workers.inbox import new_inbox
+    from lagless.engine.workers.processes import ProcessWorkers
+    from lagless.engine.workers.protocol import Completion
     from tests.integration.engine_helpers.hostile import die
 
     completions = new_inbox()

@@ -6,7 +6,7 @@ import pickle
 
 from confluent_kafka import Message
 
-from lagless.engine.messages import MessageBatch, partition_runs
+from lagless.engine.intake.messages import MessageBatch, partition_runs
 from lagless.engine.record import Record
 
 

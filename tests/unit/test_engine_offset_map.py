@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from lagless.engine import offset_map
-from lagless.engine.offset_map import LIMIT, decode, encode
+from lagless.engine.offsets import offset_map
+from lagless.engine.offsets.offset_map import LIMIT, decode, encode
 
 
 def test_round_trip_with_gaps() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lagless.engine.config import Ordering
-from lagless.engine.ordering import Dispatcher
+from lagless.engine.dispatch.lanes import Dispatcher
 from lagless.engine.record import Record
 
 

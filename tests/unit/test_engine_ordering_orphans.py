@@ -6,7 +6,7 @@ the dispatcher's lanes; the engine wires completions of an earlier assignment to
 from __future__ import annotations
 
 from lagless.engine.config import Ordering
-from lagless.engine.ordering import Dispatcher
+from lagless.engine.dispatch.lanes import Dispatcher
 from lagless.engine.record import Record
 
 TP = ("t", 0)

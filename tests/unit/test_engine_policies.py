@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lagless.engine.backpressure import Backlog, FlowControl, MessageRejected
-from lagless.engine.commit import CommitPolicy
 from lagless.engine.config import EngineConfig
 from lagless.engine.handlers import DecodeError
+from lagless.engine.intake.backpressure import Backlog, FlowControl, MessageRejected
+from lagless.engine.offsets.policy import CommitPolicy
 from lagless.engine.record import Record
-from lagless.engine.retry import RetryPolicy, execute
 from lagless.engine.summary import Latency, LatencyLog
+from lagless.engine.workers.retry import RetryPolicy, execute
 from lagless.errors import ConfigError
 
 RECORD = Record("t", 0, 5, None, b"{}", 1000)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lagless.engine.publish import FLUSH_RECORDS, Publisher
+from lagless.engine.results.publish import FLUSH_RECORDS, Publisher
 from lagless.engine.summary import Latency, LatencyLog
 from lagless.observe.metrics import Metrics
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from confluent_kafka import Message
 
-from lagless.engine.messages import MessageBatch
-from lagless.engine.offset_map import decode
-from lagless.engine.ranges import RangeTracker
+from lagless.engine.intake.messages import MessageBatch
+from lagless.engine.offsets.offset_map import decode
+from lagless.engine.offsets.range_tracker import RangeTracker
+from lagless.engine.offsets.tracker import Arrival
 from lagless.engine.record import Record
-from lagless.engine.tracker import Arrival
 
 TP = ("t", 0)
 

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from lagless.engine.aio import execute_async, is_async
 from lagless.engine.record import Record
-from lagless.engine.retry import RetryPolicy, execute
+from lagless.engine.workers.aio import execute_async, is_async
+from lagless.engine.workers.retry import RetryPolicy, execute
 
 RECORD = Record("t", 0, 7, None, b"{}", None)
 POLICY = RetryPolicy(retries=2, backoff_s=0.001, backoff_max_s=0.001)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from confluent_kafka import Message
 
 from lagless.engine.config import Ordering
-from lagless.engine.messages import MessageBatch
-from lagless.engine.runs import RunDispatcher
+from lagless.engine.dispatch.runs import RunDispatcher
+from lagless.engine.intake.messages import MessageBatch
 
 A, B = ("t", 0), ("t", 1)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from lagless.engine.config import EngineConfig
-from lagless.engine.settle import Settling, empty_floor_s, join_state, stats_interval_ms
+from lagless.engine.watch.settle import Settling, empty_floor_s, join_state, stats_interval_ms
 
 
 def stats(state: str = "up", joining: str = "steady") -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
-from lagless.engine.offset_map import decode
-from lagless.engine.partition import PartitionMetrics, PartitionState
-from lagless.engine.tracker import Arrival, PartitionTracker
+from lagless.engine.offsets.offset_map import decode
+from lagless.engine.offsets.tracker import Arrival, PartitionTracker
+from lagless.engine.partitions.state import PartitionMetrics, PartitionState
 from lagless.observe.metrics import Metrics
 
 

@@ -4,7 +4,7 @@ Tansu has no retention nor DeleteRecords to force the reset)."""
 
 from __future__ import annotations
 
-from lagless.engine.tracker import Arrival, PartitionTracker
+from lagless.engine.offsets.tracker import Arrival, PartitionTracker
 
 
 def test_records_below_the_old_commit_after_a_reset_are_processed() -> None:

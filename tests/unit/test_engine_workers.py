@@ -7,10 +7,11 @@ import time
 from collections.abc import Sequence
 from queue import Queue
 
-from lagless.engine.batch import run_batch
 from lagless.engine.record import Record
-from lagless.engine.retry import RetryPolicy
-from lagless.engine.workers import Completion, ThreadWorkers
+from lagless.engine.workers.batch import run_batch
+from lagless.engine.workers.protocol import Completion
+from lagless.engine.workers.retry import RetryPolicy
+from lagless.engine.workers.threads import ThreadWorkers
 
 
 def record(offset: int, partition: int = 0) -> Record:

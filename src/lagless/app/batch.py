@@ -2,7 +2,7 @@
 
 ``@app.handler(topic, batch_size=N, batch_linger_ms=L, value=Order, ...)`` registers a function
 ``f(values)`` or ``f(values, records)`` (a parameter named ``keys`` gets the decoded keys). The
-engine hands the wrapper a sequence of records (:mod:`lagless.engine.batch`); the wrapper
+engine hands the wrapper a sequence of records (:mod:`lagless.engine.workers.batch`); the wrapper
 
 1. decodes each record: one that fails (value or key) is not passed to the function but named
    as failed with its :class:`~lagless.engine.handlers.DecodeError` (straight to the DLQ, with
@@ -34,7 +34,7 @@ from lagless.app.handlers import HandlerSpec
 from lagless.app.outputs import Outgoing, OutputProducer, outgoing
 from lagless.engine.handlers import BatchHandler, DecodeError
 from lagless.engine.record import Record
-from lagless.engine.retry import check_result
+from lagless.engine.workers.retry import check_result
 
 Failed = dict[Record, BaseException]
 AsyncBatchHandler = Callable[[Sequence[Record]], Coroutine[Any, Any, Failed | None]]

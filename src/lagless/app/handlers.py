@@ -4,7 +4,7 @@
 into what the engine runs per record: decode the key and value (failure: ``DecodeError``,
 straight to the DLQ with the reason), call the function, produce what it returned and return
 only once every output is acknowledged. Coroutine functions get an ``async def`` wrapper,
-which the engine runs as a task on its own event loop (:mod:`lagless.engine.aio`). A handler
+which the engine runs as a task on its own event loop (:mod:`lagless.engine.workers.aio`). A handler
 registered with ``batch_size`` is a batch handler: :mod:`lagless.app.batch` wraps it.
 """
 

@@ -30,8 +30,8 @@ from typing import Any, Final
 from confluent_kafka import KafkaError, KafkaException, Message
 
 from lagless.app.codecs import EncodeError, Encoder, plain
-from lagless.engine.retry import check_result
-from lagless.engine.topics import check_topics_exist
+from lagless.engine.intake.topics import check_topics_exist
+from lagless.engine.workers.retry import check_result
 from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.clients import make_consumer, make_producer
 from lagless.kafka.offsets import probe_conf

@@ -27,7 +27,7 @@ from lagless.observe.metrics import Metrics
 log = logging.getLogger(__name__)
 
 # after a second signal, how long an engine may take to stop before the app leaves it behind
-# (its poll thread held by a handler call that hangs: see lagless.engine.inline)
+# (its poll thread held by a handler call that hangs: see lagless.engine.workers.inline)
 HURRY_GRACE_S = 5.0
 
 

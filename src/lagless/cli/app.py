@@ -28,7 +28,7 @@ from lagless.cli import (
 from lagless.cli import run as run_app
 from lagless.cli.common import GlobalOptions, setup_logging, warn
 from lagless.config import unknown_variables
-from lagless.engine.poller import UNCLOSED
+from lagless.engine.loop import UNCLOSED
 from lagless.errors import ConfigError, LaglessError
 
 app = typer.Typer(

@@ -22,9 +22,9 @@ Library API (stable; the CLI, the demo and the planner call it in-process)::
   dead-lettered or stop/skip per ``on_failure``), ``DecodeError`` goes straight to the DLQ.
   With ``batch_size=N`` it is a batch handler, ``Callable[[Sequence[Record]], object]``
   (returning None, or ``{record: exception}`` for the records that failed; the rule for
-  retries and splitting is in :mod:`lagless.engine.batch`). ``load_handler(spec, batch=True)``
-  gives the batch form of a built-in. With ``processes=N`` it must pickle (a module-level
-  function).
+  retries and splitting is in :mod:`lagless.engine.workers.batch`).
+  ``load_handler(spec, batch=True)`` gives the batch form of a built-in. With
+  ``processes=N`` it must pickle (a module-level function).
 * ``metrics``: a :class:`lagless.observe.metrics.Metrics` to update (one is made if None).
 * ``stop``: a ``threading.Event``; setting it stops the run (drain, commit, close).
 * ``on_progress``: called with a :class:`Progress` about twice a second, on the poll thread.
@@ -43,15 +43,15 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from lagless.engine.backpressure import MessageRejected
 from lagless.engine.config import EngineConfig, OnFailure, Ordering
 from lagless.engine.events import EventKind, EventLog
 from lagless.engine.handlers import BatchHandler, DecodeError, Handler, load_handler
-from lagless.engine.health import Health, HealthStatus
-from lagless.engine.ledger import Ledger
-from lagless.engine.poller import Engine, ProgressFn
+from lagless.engine.intake.backpressure import MessageRejected
+from lagless.engine.loop import Engine, ProgressFn
 from lagless.engine.record import Record
+from lagless.engine.results.ledger import Ledger
 from lagless.engine.summary import Latency, Progress, RunSummary
+from lagless.engine.watch.health import Health, HealthStatus
 from lagless.observe.metrics import Metrics
 
 __all__ = [

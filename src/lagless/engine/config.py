@@ -74,7 +74,7 @@ class EngineConfig(BaseModel):
     inline: bool = Field(
         True,
         description="a batch handler measured fast and busy runs its batches' first call on "
-        "the poll thread (see lagless.engine.inline); False: always on the worker threads",
+        "the poll thread (see lagless.engine.workers.inline); False: always on the worker threads",
     )
     retries: int = Field(3, ge=0, le=100)
     retry_backoff_s: float = Field(0.1, gt=0)

@@ -15,23 +15,23 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from lagless.engine.backpressure import FlowControl
-from lagless.engine.carry import Owed
-from lagless.engine.commit import CommitPolicy
 from lagless.engine.config import EngineConfig
-from lagless.engine.dlq import DeadLetterQueue
+from lagless.engine.dispatch.lanes import Dispatcher
+from lagless.engine.dispatch.runs import RunDispatcher
 from lagless.engine.events import EventKind, EventLog
 from lagless.engine.handlers import BatchHandler, Handler
-from lagless.engine.health import Health
-from lagless.engine.inbox import new_inbox
-from lagless.engine.ledger import Ledger
-from lagless.engine.ordering import Dispatcher
-from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionKey, PartitionState
-from lagless.engine.publish import Publisher
-from lagless.engine.runs import RunDispatcher
-from lagless.engine.settle import Settling
+from lagless.engine.intake.backpressure import FlowControl
+from lagless.engine.offsets.carry import Owed
+from lagless.engine.offsets.policy import CommitPolicy
+from lagless.engine.partitions.state import DLQ, OK, SKIPPED, PartitionKey, PartitionState
+from lagless.engine.results.dlq import DeadLetterQueue
+from lagless.engine.results.ledger import Ledger
+from lagless.engine.results.publish import Publisher
 from lagless.engine.summary import LatencyLog, Progress, Timing
-from lagless.engine.workers import Workers
+from lagless.engine.watch.health import Health
+from lagless.engine.watch.settle import Settling
+from lagless.engine.workers.inbox import new_inbox
+from lagless.engine.workers.protocol import Workers
 from lagless.errors import LaglessError
 from lagless.observe.metrics import Metrics
 
@@ -125,7 +125,7 @@ class EngineCore:
         self, state: PartitionState, kind: str, records: int = 1, *, metric: bool = True
     ) -> None:
         """``records`` of ``state``'s partition finished as ``kind``; ``metric=False``: their
-        counter is published with their latencies (see :mod:`lagless.engine.publish`)."""
+        counter is published with their latencies (see :mod:`lagless.engine.results.publish`)."""
         self._counts[kind] += records
         state.finished += records
         if metric:

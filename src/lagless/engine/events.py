@@ -13,7 +13,7 @@ it wrote::
   cooperative rebalance that gives this member nothing new);
 * ``consuming`` — the first record of these partitions since their assignment arrived;
 * ``ready`` — it owns partitions and consumes (what ``/readyz`` answers, see
-  :mod:`lagless.engine.health`);
+  :mod:`lagless.engine.watch.health`);
 * ``revoked`` — partitions taken back (stamped once released: after the final commit);
 * ``lost`` — partitions lost without a commit (session expired, fenced);
 * ``stopping`` — it stopped taking records (shutdown began);

@@ -3,9 +3,9 @@
 A handler is ``Callable[[Record], object]``; an exception means the record failed (it is
 retried, then dead-lettered). :class:`DecodeError` means the record can never succeed: it
 goes straight to the dead-letter topic. A batch handler (``batch_size`` set) is
-``Callable[[Sequence[Record]], object]``: see :mod:`lagless.engine.batch` for what its result
-and its exceptions mean. An ``async def`` handler (per record or per batch) runs on the
-engine's event loop (:mod:`lagless.engine.aio`). Built-ins, each per record and per batch:
+``Callable[[Sequence[Record]], object]``: see :mod:`lagless.engine.workers.batch` for what its
+result and its exceptions mean. An ``async def`` handler (per record or per batch) runs on the
+engine's event loop (:mod:`lagless.engine.workers.aio`). Built-ins, each per record and per batch:
 ``sleep`` (the jobs workload: sleeps the record's ``sleep_ms``; a batch sleeps their sum and
 names the records it cannot decode as failed) and ``noop``; anything else is
 ``module:function``, imported from the current directory first, as ``python -m`` does.

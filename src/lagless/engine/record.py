@@ -1,7 +1,7 @@
 """The record a handler receives: an immutable, picklable copy of a consumed message.
 
 For a per-record handler it is made once per record on the poll loop's hot path (a batch
-handler's records are made only when touched: :mod:`lagless.engine.messages`), so it is kept
+handler's records are made only when touched: :mod:`lagless.engine.intake.messages`), so it is kept
 lean: a named tuple (a frozen
 dataclass cost ~2 µs to build, a tuple ~0.2 µs), and its headers are read from the message
 only when first used (confluent-kafka parses them on ``Message.headers()``: ~3 µs a record,

@@ -22,10 +22,10 @@ here so that a reader of the core path finds why it is so:
 - commits refused for membership: the mock refuses every commit from the moment another
   member's JoinGroup arrives until this member rejoined (Apache Kafka accepts an eager member's
   commits while the group prepares a rebalance). A refused commit is carried into the member's
-  next generation (:mod:`lagless.engine.carry`), which is right on any broker;
+  next generation (:mod:`lagless.engine.offsets.carry`), which is right on any broker;
 - a member that leaves while its own JoinGroup is pending wedges Tansu (it keeps the member as
   leader and the others rejoin for ever): ``until_idle_s`` waits for a settled join state
-  (:mod:`lagless.engine.settle`), which any broker's "more partitions are coming" needs;
+  (:mod:`lagless.engine.watch.settle`), which any broker's "more partitions are coming" needs;
 - Tansu drops commit metadata: the engine reads its first offset map back and goes on without
   maps where the broker does not keep them.
 

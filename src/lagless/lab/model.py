@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lagless.engine.events import EVENTS_FILE, EventKind
-from lagless.engine.ledger import read_ledger as read_ledger_lines
+from lagless.engine.results.ledger import read_ledger as read_ledger_lines
 from lagless.errors import LaglessError
 
 LEDGER_FILE = "ledger.tsv"
@@ -210,7 +210,8 @@ def read_events(path: Path) -> list[InstanceEvent]:
 
 
 def read_ledger(path: Path, instance: str) -> list[Processed]:
-    """An instance's ledger (the engine's ``--ledger`` file, see :mod:`lagless.engine.ledger`)."""
+    """An instance's ledger (the engine's ``--ledger`` file, see
+    :mod:`lagless.engine.results.ledger`)."""
     return [
         Processed(instance, line.partition, line.offset, line.id, line.ts_ms, line.done_ms,
                   line.outcome)

@@ -1,6 +1,6 @@
 """An app whose batch handler (batches of one) notes each value in ``$LAGLESS_TEST_LEDGER`` at
 once, until it is called on its engine's own thread (its poll thread: see
-lagless.engine.inline); then it notes ``hang`` and never returns. Every measured call counts
+lagless.engine.workers.inline); then it notes ``hang`` and never returns. Every measured call counts
 as fast here (see engine_helpers.poll_thread): a loaded machine cannot keep them off it."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from lagless.engine.ledger import LedgerLine, read_ledger
+from lagless.engine.results.ledger import LedgerLine, read_ledger
 from tests.integration import engine_helpers as helpers
 from tests.integration.engine_helpers.mock import mock_committed, mock_ends
 

@@ -48,7 +48,7 @@ _LEDGER_FD: list[int] = []  # the ledger, opened once per process by handle_batc
 
 def handle_batch_fast(records: Sequence[Record]) -> None:
     """A fast batch form (no job, no decoding): the batch's ids in one write to a ledger kept
-    open, so the call is short and busy (see lagless.engine.inline)."""
+    open, so the call is short and busy (see lagless.engine.workers.inline)."""
     if not _LEDGER_FD:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         _LEDGER_FD.append(os.open(os.environ["LAGLESS_TEST_LEDGER"], flags, 0o644))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lagless.engine.backpressure import Backlog
-from lagless.engine.tracker import TrackerBase
+from lagless.engine.intake.backpressure import Backlog
+from lagless.engine.offsets.tracker import TrackerBase
 from lagless.observe.metrics import Metrics
 
 PartitionKey = tuple[str, int]

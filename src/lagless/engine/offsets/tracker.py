@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from enum import Enum
 from itertools import repeat
 
-from lagless.engine import offset_map
+from lagless.engine.offsets import offset_map
 from lagless.engine.record import Record
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """``until_idle_s``: when is a member idle?
 
-Idle means: settled in the group (see :mod:`lagless.engine.settle`), everything assigned is
+Idle means: settled in the group (see :mod:`lagless.engine.watch.settle`), everything assigned is
 consumed to its end, nothing is held (no record buffered, running, or waiting for its dead
 letter) and everything finished is committed — for ``until_idle_s`` seconds in a row.
 "Consumed to its end" compares the consumer's position with the partition's high watermark as
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from lagless.engine.partition import PartitionKey
+from lagless.engine.partitions.state import PartitionKey
 
 
 def consumed_to_end(

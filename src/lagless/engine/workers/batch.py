@@ -35,9 +35,9 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from lagless.engine.handlers import BatchHandler, DecodeError
-from lagless.engine.messages import MessageBatch
+from lagless.engine.intake.messages import MessageBatch
 from lagless.engine.record import Record
-from lagless.engine.retry import (
+from lagless.engine.workers.retry import (
     Outcome,
     RetryPolicy,
     TaskResult,
@@ -201,7 +201,7 @@ class BatchRun:
     """The rule above on one task, driven on a thread. :meth:`advance` runs its steps; with
     ``first_only`` it stops before anything beyond the first call (a retry's backoff, another
     call), so the first call can run on one thread (the poll loop's: see
-    :class:`lagless.engine.workers.ThreadWorkers`) and the rest of the rule on another."""
+    :class:`lagless.engine.workers.threads.ThreadWorkers`) and the rest of the rule on another."""
 
     __slots__ = ("_answer", "_handler", "_next", "_run", "_steps")
 

@@ -19,14 +19,14 @@ from typing import Any
 from confluent_kafka import KafkaError, Message
 
 from lagless.engine.core import EngineCore
+from lagless.engine.dispatch.lanes import Dispatcher
+from lagless.engine.dispatch.runs import RunDispatcher
 from lagless.engine.events import EventKind
-from lagless.engine.messages import partition_runs
-from lagless.engine.ordering import Dispatcher
-from lagless.engine.partition import SKIPPED, PartitionState
-from lagless.engine.ranges import RangeTracker
+from lagless.engine.intake.messages import partition_runs
+from lagless.engine.offsets.range_tracker import RangeTracker
+from lagless.engine.offsets.tracker import PartitionTracker
+from lagless.engine.partitions.state import SKIPPED, PartitionState
 from lagless.engine.record import Record
-from lagless.engine.runs import RunDispatcher
-from lagless.engine.tracker import PartitionTracker
 from lagless.errors import ClusterError
 from lagless.kafka.records import timestamp_ms
 

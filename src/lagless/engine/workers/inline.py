@@ -6,7 +6,7 @@ completion through the inbox. With a ``noop`` handler and batches of 500 that wa
 third of the engine's time (``bench/throughput.py``: ~270 µs a batch). A thread buys nothing
 for such a call: it is over before another thread could have done anything beside it.
 
-So :class:`lagless.engine.workers.ThreadWorkers` runs a batch's *first call* on the poll
+So :class:`lagless.engine.workers.threads.ThreadWorkers` runs a batch's *first call* on the poll
 thread itself while the handler is measured fast and busy (:class:`InlinePace`): its calls
 take under :data:`INLINE_CALL_S` on average, and at least half of that time is the calling
 thread's own CPU time. A handler that waits (I/O, sleeps, locks: its thread's CPU time is
@@ -16,7 +16,7 @@ slows down goes back to the threads, and one that speeds up comes to the poll th
 first batches always go to the threads (nothing is known yet).
 
 Only the first call runs there: if it does not settle the batch (it raised or named failed
-records), the rest of the rule (:mod:`lagless.engine.batch`: retries with their backoff,
+records), the rest of the rule (:mod:`lagless.engine.workers.batch`: retries with their backoff,
 the split) goes on on a worker thread, in the partition's lane, as if it had started there.
 Ordering, commits, retries and the DLQ are unchanged; the poll loop is held only for calls
 measured shorter than :data:`INLINE_CALL_S` on average (an unusually long one holds it for its

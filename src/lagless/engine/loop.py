@@ -25,24 +25,26 @@ import time
 
 from confluent_kafka import Consumer, KafkaException
 
-from lagless.engine import carry
-from lagless.engine.committing import Committing
-from lagless.engine.completions import Completing
 from lagless.engine.core import ProgressFn, topic_partition
-from lagless.engine.dlq import DeadLetterQueue
+from lagless.engine.dispatch.runs import RunDispatcher
 from lagless.engine.events import EventKind
-from lagless.engine.idle import consumed_to_end
-from lagless.engine.intake import Intake
-from lagless.engine.messages import partition_of
-from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
-from lagless.engine.rebalance import Rebalancing
-from lagless.engine.retry import RetryPolicy
-from lagless.engine.runs import RunDispatcher
-from lagless.engine.settle import empty_floor_s
+from lagless.engine.intake.messages import partition_of
+from lagless.engine.intake.poll import Intake
+from lagless.engine.intake.topics import check_topics_exist
+from lagless.engine.offsets import carry
+from lagless.engine.offsets.commits import Committing
+from lagless.engine.partitions.rebalance import Rebalancing
+from lagless.engine.partitions.state import DLQ, OK, SKIPPED, PartitionState
+from lagless.engine.results.completions import Completing
+from lagless.engine.results.dlq import DeadLetterQueue
 from lagless.engine.summary import RunSummary, Timing
-from lagless.engine.topics import check_topics_exist
-from lagless.engine.watch import Watching
-from lagless.engine.workers import ThreadWorkers, Workers, make_workers
+from lagless.engine.watch.gauges import Watching
+from lagless.engine.watch.idle import consumed_to_end
+from lagless.engine.watch.settle import empty_floor_s
+from lagless.engine.workers.factory import make_workers
+from lagless.engine.workers.protocol import Workers
+from lagless.engine.workers.retry import RetryPolicy
+from lagless.engine.workers.threads import ThreadWorkers
 from lagless.errors import ClusterError
 from lagless.kafka.clients import make_consumer
 
@@ -130,8 +132,8 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
         return idle_s is not None and self._idle(idle_s, time.monotonic())
 
     def _idle(self, idle_s: float, now: float) -> bool:
-        """Idle for ``idle_s`` (see :mod:`lagless.engine.idle`): nothing held or running,
-        settled in the group (:mod:`lagless.engine.settle`), and everything assigned consumed
+        """Idle for ``idle_s`` (see :mod:`lagless.engine.watch.idle`): nothing held or running,
+        settled in the group (:mod:`lagless.engine.watch.settle`), and everything assigned consumed
         to its end; with nothing assigned, settled so for at least two heartbeats."""
         if self._in_flight or any(s.tracker.pending or s.busy for s in self._states.values()):
             return False
@@ -221,7 +223,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
 
     def _chain_batches(self, workers: Workers) -> bool:
         """Whether a partition's next batch is handed out behind the running one (see
-        :mod:`lagless.engine.runs`): batches in ``partition``/``key`` order, on threads."""
+        :mod:`lagless.engine.dispatch.runs`): batches in ``partition``/``key`` order, on threads."""
         dispatcher, size = self._dispatcher, self.config.batch_size
         if not isinstance(dispatcher, RunDispatcher) or size is None or not workers.chains:
             return False
@@ -317,7 +319,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
         is committed, what still runs is abandoned (re-run by the next owner).
 
         Called by a signal handler on the poll thread while a batch's first call runs there
-        (see :mod:`lagless.engine.inline`), it raises ``KeyboardInterrupt`` into that call,
+        (see :mod:`lagless.engine.workers.inline`), it raises ``KeyboardInterrupt`` into that call,
         which the engine raises in turn after committing what finished: a call that hangs
         cannot hold the stop."""
         self._hurry = True

@@ -16,12 +16,12 @@ from numpy.typing import NDArray
 
 from lagless.engine.config import OnFailure
 from lagless.engine.core import EngineCore
-from lagless.engine.dlq import DeadLettered
-from lagless.engine.messages import partition_of, stamps_ms
-from lagless.engine.partition import DLQ, OK, SKIPPED, PartitionState
+from lagless.engine.intake.messages import partition_of, stamps_ms
+from lagless.engine.partitions.state import DLQ, OK, SKIPPED, PartitionState
 from lagless.engine.record import Record
-from lagless.engine.retry import Outcome, TaskResult
-from lagless.engine.workers import Completion
+from lagless.engine.results.dlq import DeadLettered
+from lagless.engine.workers.protocol import Completion
+from lagless.engine.workers.retry import Outcome, TaskResult
 from lagless.errors import LaglessError, RecordError
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ The poll loop notes each finished task here (:meth:`Publisher.finished`: how man
 of which kind, their timestamps and their end; :meth:`Publisher.processing`: the handler's
 time per call). The notes are published together — a scrape never sees a record counted as
 finished without its latency — once :data:`FLUSH_RECORDS` records are noted, at the loop's
-watch step (about twice a second, see :mod:`lagless.engine.watch`), and before the run's
+watch step (about twice a second, see :mod:`lagless.engine.watch.gauges`), and before the run's
 figures are read. Publishing thousands of records at once costs one numpy pass and one
 update of each metric where one per task cost more than reading the records.
 """

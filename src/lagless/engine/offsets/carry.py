@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError
 
 from lagless.engine.config import EngineConfig
-from lagless.engine.partition import PartitionKey
+from lagless.engine.partitions.state import PartitionKey
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import time
 from confluent_kafka import KafkaException
 
 from lagless.engine.core import EngineCore, topic_partition
-from lagless.engine.partition import DLQ
+from lagless.engine.partitions.state import DLQ
 from lagless.engine.summary import Progress
 from lagless.observe.lagtime import lag_seconds
 

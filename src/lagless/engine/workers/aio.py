@@ -1,14 +1,14 @@
 """Async handlers: ``async def`` handlers run as tasks on one event loop the engine owns.
 
 The loop runs on its own thread (``lagless-aio``). The poll loop hands tasks (records of one
-partition, see :mod:`lagless.engine.ordering`) over with :meth:`AsyncWorkers.submit`
+partition, see :mod:`lagless.engine.dispatch.lanes`) over with :meth:`AsyncWorkers.submit`
 (thread-safe, batched: one wake-up of the loop per turn of the poll loop, not one per task);
 each becomes an asyncio task that awaits the handler on its records one after another (so a
 lane's order holds), each under the same retry policy as threads (the backoff is an
 ``asyncio.sleep`` cut short when the engine stops), and puts its :class:`Completion` on the
 completion queue. Ten thousand concurrent awaits cost ten thousand small tasks, no threads.
 A batch handler (``async def`` taking a sequence) is awaited per batch under the rule of
-:mod:`lagless.engine.batch`.
+:mod:`lagless.engine.workers.batch`.
 
 At close the tasks still running are cancelled: their records end without a completion, so
 they are never counted nor committed (the next owner of the partition runs them again).
@@ -26,17 +26,17 @@ from collections.abc import Hashable, Sequence
 from queue import Queue
 from typing import Any
 
-from lagless.engine.batch import run_batch_async
 from lagless.engine.handlers import Handler
 from lagless.engine.record import Record
-from lagless.engine.retry import (
+from lagless.engine.workers.batch import run_batch_async
+from lagless.engine.workers.protocol import ASYNC_TASK_S, Completion
+from lagless.engine.workers.retry import (
     Attempts,
     Outcome,
     RetryPolicy,
     TaskResult,
     UnsupportedResultError,
 )
-from lagless.engine.workers import ASYNC_TASK_S, Completion
 
 log = logging.getLogger(__name__)
 

@@ -8,12 +8,12 @@ from dataclasses import replace
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from lagless.engine import carry, offset_map
 from lagless.engine.core import EngineCore
 from lagless.engine.events import EventKind
-from lagless.engine.partition import PartitionKey, PartitionMetrics, PartitionState
-from lagless.engine.ranges import RangeTracker
-from lagless.engine.tracker import PartitionTracker
+from lagless.engine.offsets import carry, offset_map
+from lagless.engine.offsets.range_tracker import RangeTracker
+from lagless.engine.offsets.tracker import PartitionTracker
+from lagless.engine.partitions.state import PartitionKey, PartitionMetrics, PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class Rebalancing(EngineCore):
         keys: list[PartitionKey],
         committed: dict[PartitionKey, tuple[int, frozenset[int]]],
     ) -> dict[PartitionKey, object]:
-        """Commit what the last revoke could not (see :mod:`lagless.engine.carry`) for the
+        """Commit what the last revoke could not (see :mod:`lagless.engine.offsets.carry`) for the
         partitions this member owns again, before the consumer reads where to start: the
         records done are neither fetched nor run again (``committed`` is updated). Where
         another member committed beyond it meanwhile, its commit stands. The others went to
@@ -196,7 +196,7 @@ class Rebalancing(EngineCore):
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Partitions lost (the session ended or the member was fenced; another member may
         own them already): dropped without a commit. What finished and was not committed is
-        carried (see :mod:`lagless.engine.carry`): committed if the partition comes back to
+        carried (see :mod:`lagless.engine.offsets.carry`): committed if the partition comes back to
         this member, else logged with its coordinates."""
         self._settling.changed()
         self.metrics.rebalances.labels("lost").inc()

@@ -19,7 +19,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message
 
 from lagless.engine.record import Record
-from lagless.engine.retry import Outcome
+from lagless.engine.workers.retry import Outcome
 from lagless.kafka.clients import make_producer
 
 H_ERROR_CLASS = "lagless-dlq-error-class"

@@ -8,10 +8,10 @@ from collections.abc import Iterable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from lagless.engine import carry
-from lagless.engine.carry import Owed
 from lagless.engine.core import EngineCore, topic_partition
-from lagless.engine.partition import PartitionKey, PartitionState
+from lagless.engine.offsets import carry
+from lagless.engine.offsets.carry import Owed
+from lagless.engine.partitions.state import PartitionKey, PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ class Committing(EngineCore):
         self, states: list[PartitionState], deadline: float
     ) -> dict[PartitionKey, object]:
         """Commit synchronously; send again what failed transiently (see
-        :mod:`lagless.engine.carry`) until ``deadline``. Returns what still failed."""
+        :mod:`lagless.engine.offsets.carry`) until ``deadline``. Returns what still failed."""
         failed = self._commit(states, sync=True)
         while time.monotonic() + carry.RETRY_PAUSE_S < deadline:
             again = [s for s in states if carry.transient(failed.get(s.tp))]

@@ -2,7 +2,7 @@
 record.
 
 A *range* is a run of consecutive fetched messages of one partition (as the poll split them,
-see :func:`lagless.engine.messages.partition_runs`): its first and last offset, the messages
+see :func:`lagless.engine.intake.messages.partition_runs`): its first and last offset, the messages
 themselves (a slice ``lo:hi`` of the run's list), when it was received, and whether it is done.
 Receiving a run appends one range; a finished task completes its offsets ``first..last``,
 which splits a range where a task ends inside it (the exact offsets and timestamps are read
@@ -11,7 +11,7 @@ front range is the first unfinished one: the committable offset is its first off
 everything is done the last finished offset + 1. The offsets of done ranges above the front,
 and those an earlier run completed, form the offset map of the commit.
 
-It keeps :class:`~lagless.engine.tracker.PartitionTracker`'s contract: re-deliveries are
+It keeps :class:`~lagless.engine.offsets.tracker.PartitionTracker`'s contract: re-deliveries are
 stale, an offset reset is followed, offsets an earlier run completed are skipped on arrival
 (the run is then received message by message: ranges of one), the lag timestamp is that of
 the first uncommitted record, ``oldest_unfinished`` feeds the stuck-record watch.
@@ -25,9 +25,9 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from confluent_kafka import Message
 
-from lagless.engine.messages import MessageBatch, offset_of
+from lagless.engine.intake.messages import MessageBatch, offset_of
+from lagless.engine.offsets.tracker import Arrival, TrackerBase
 from lagless.engine.record import Record
-from lagless.engine.tracker import Arrival, TrackerBase
 from lagless.kafka.records import timestamp_ms
 
 

@@ -1,6 +1,6 @@
 """Dispatching batches: per partition, the runs of fetched messages held, handed out as tasks.
 
-The batch-handler counterpart of :class:`lagless.engine.ordering.Dispatcher`, with no object
+The batch-handler counterpart of :class:`lagless.engine.dispatch.lanes.Dispatcher`, with no object
 per record: a partition holds the runs the poll brought (lists of messages, the first one
 from a position ``lo``), and a task takes up to ``size`` messages from its front (whole runs
 without copying them, the last one sliced) as a :class:`MessageBatch`.
@@ -17,7 +17,7 @@ The ordering modes' promise for batches:
 - ``unordered``: any number of batches of a partition in flight.
 
 With workers that run a partition's batches one after another on their own
-(:attr:`lagless.engine.workers.ThreadWorkers.chains`), ``partition`` and ``key`` *chain*
+(:attr:`lagless.engine.workers.threads.ThreadWorkers.chains`), ``partition`` and ``key`` *chain*
 (:meth:`RunDispatcher.chain`): while a batch of a partition runs, its next batch is handed
 out as soon as the partition holds a full one, to start on that worker the moment the running
 one ends (at most two in flight: one running, one behind it). Still one batch of a partition
@@ -27,7 +27,7 @@ hand out the next batch.
 Partitions take turns (round-robin), a linger keeps a partition holding fewer than ``size``
 records until its oldest waited ``linger_s``, and a batch still running when its partition is
 closed keeps the partition busy (``partition``/``key``) if it comes back before the batch
-ends (:meth:`RunDispatcher.release_orphan`), as in :mod:`lagless.engine.ordering`.
+ends (:meth:`RunDispatcher.release_orphan`), as in :mod:`lagless.engine.dispatch.lanes`.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from itertools import chain
 from confluent_kafka import Message
 
 from lagless.engine.config import Ordering
-from lagless.engine.messages import MessageBatch
-from lagless.engine.ordering import PartitionKey, Turns
+from lagless.engine.dispatch.turns import PartitionKey, Turns
+from lagless.engine.intake.messages import MessageBatch
 from lagless.engine.record import Record
 
 

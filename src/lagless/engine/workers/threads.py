@@ -1,0 +1,150 @@
+"""Worker threads: the default place handlers run, with lanes (a partition's tasks one after
+another on one thread) and, for a fast batch handler, its first call on the poll thread (see
+:mod:`lagless.engine.workers.inline`)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Hashable, Sequence
+from queue import Queue, SimpleQueue
+from typing import Any
+
+from lagless.engine.intake.messages import stamps_ms
+from lagless.engine.record import Record
+from lagless.engine.workers.batch import BatchRun
+from lagless.engine.workers.inline import InlinePace
+from lagless.engine.workers.protocol import THREAD_TASK_S, Completion, Runner
+from lagless.engine.workers.retry import RetryPolicy, TaskResult, Wait
+
+# a task for a worker thread: its records, epoch, lane, and the rest of a batch whose first
+# call ran on the poll thread (None: the whole task)
+_Task = tuple[Sequence[Record], int, Hashable, Callable[[Wait], TaskResult | None] | None]
+
+
+class ThreadWorkers:
+    """``size`` threads running the handler. A task of a lane that is running waits behind
+    it (in ``_lanes``, under ``_lock``) and its thread runs it next. With ``inline`` (a batch
+    handler), a fast batch's first call runs in :meth:`submit`, on the poll thread (see
+    :mod:`lagless.engine.workers.inline`)."""
+
+    task_s = THREAD_TASK_S
+    chains = True
+
+    def __init__(
+        self,
+        size: int,
+        handler: Any,
+        run: Runner,
+        policy: RetryPolicy,
+        completions: Queue[object],
+        *,
+        inline: bool = False,
+    ) -> None:
+        self._handler = handler
+        self._run = run
+        self._policy = policy
+        self._completions = completions
+        self._pace = InlinePace() if inline else None
+        self.inlined = 0
+        self.calling_here = False  # a first call runs in submit now (on the poll thread)
+        self.interrupting = False  # the engine raised KeyboardInterrupt into that call
+        self._tasks: SimpleQueue[_Task | None] = SimpleQueue()
+        self._lanes: dict[Hashable, deque[_Task]] = {}  # running ones
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"lagless-worker-{i}", daemon=True)
+            for i in range(size)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
+        pace = self._pace  # only this thread adds lanes: one not running now stays so
+        if pace is not None and pace.fast and (lane is None or lane not in self._lanes):
+            self._start_here(pace, records, epoch, lane)
+        else:
+            self._queue((records, epoch, lane, None))
+
+    def _queue(self, task: _Task) -> None:
+        lane = task[2]
+        if lane is not None:
+            with self._lock:
+                behind = self._lanes.get(lane)
+                if behind is not None:  # the lane runs: its thread runs this task next
+                    behind.append(task)
+                    return
+                self._lanes[lane] = deque()
+        self._tasks.put(task)
+
+    def _start_here(
+        self, pace: InlinePace, records: Sequence[Record], epoch: int, lane: Hashable
+    ) -> None:
+        """A fast batch's first call, on this thread; the rest of its rule, if the call did
+        not settle the batch, on a worker thread as a task of its lane."""
+        run = BatchRun(self._handler, records, self._policy)
+        wall, cpu = time.perf_counter(), time.thread_time()
+        self.calling_here = True
+        try:
+            result = run.advance(self._stopping.wait, first_only=True)
+        finally:
+            self.calling_here = False
+        pace.note(time.perf_counter() - wall, time.thread_time() - cpu)
+        self.inlined += 1
+        if run.interrupted and (self.interrupting or _ctrl_c_raises_here()):
+            raise KeyboardInterrupt  # a Ctrl-C: the caller's, not the handler's failure
+        if result is None:
+            self._queue((records, epoch, lane, run.advance))
+        else:
+            self._completions.put(Completion(records, epoch, result, stamps=stamps_ms(records)))
+
+    def abort(self) -> None:
+        self._stopping.set()
+
+    def close(self, timeout: float) -> None:
+        """Ask every thread to end; wait ``timeout`` seconds in all (they are daemons)."""
+        self._stopping.set()
+        for _ in self._threads:
+            self._tasks.put(None)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+
+    def _work(self) -> None:
+        handler, run, policy, wait = self._handler, self._run, self._policy, self._stopping.wait
+        put, lanes, lock, pace = self._completions.put, self._lanes, self._lock, self._pace
+        perf, thread_time = time.perf_counter, time.thread_time
+        while (task := self._tasks.get()) is not None:
+            lane = task[2]
+            while True:
+                records, epoch, _, rest = task
+                if rest is not None:  # the rest of a batch whose first call ran inline
+                    result = rest(wait)
+                elif pace is None:  # nothing to measure (no inline path)
+                    result = run(handler, records, policy, wait)
+                else:
+                    wall, cpu = perf(), thread_time()
+                    result = run(handler, records, policy, wait)
+                    pace.note(perf() - wall, thread_time() - cpu)
+                assert result is not None
+                put(Completion(records, epoch, result, stamps=stamps_ms(records)))
+                if lane is None:
+                    break
+                with lock:
+                    behind = lanes[lane]
+                    if not behind:
+                        del lanes[lane]
+                        break
+                    task = behind.popleft()
+
+
+def _ctrl_c_raises_here() -> bool:
+    """Whether a Ctrl-C raises KeyboardInterrupt on this thread (the main thread, SIGINT at
+    Python's default): one caught in a handler call here is then the user's interrupt."""
+    return (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
