@@ -29,10 +29,10 @@ def test_commit_failures_are_logged_once_per_kind_per_rebalance(
     parts = [TopicPartition("t", 0), TopicPartition("t", 1)]
     caplog.set_level(logging.DEBUG, logger="lagless.engine")
     for _ in range(5):
-        e._on_commit(KafkaError(KafkaError.REBALANCE_IN_PROGRESS), parts)
-    e._on_commit(KafkaError(KafkaError.ILLEGAL_GENERATION), parts)
+        e.offsets.on_commit(KafkaError(KafkaError.REBALANCE_IN_PROGRESS), parts)
+    e.offsets.on_commit(KafkaError(KafkaError.ILLEGAL_GENERATION), parts)
     assert len(warnings_of(caplog)) == 2
     assert "REBALANCE_IN_PROGRESS" in warnings_of(caplog)[0]
-    e._on_assign(cast(Consumer, cast(Any, None)), [])  # a new generation
-    e._on_commit(KafkaError(KafkaError.REBALANCE_IN_PROGRESS), parts)
+    e.rebalance.on_assign(cast(Consumer, cast(Any, None)), [])  # a new generation
+    e.offsets.on_commit(KafkaError(KafkaError.REBALANCE_IN_PROGRESS), parts)
     assert len(warnings_of(caplog)) == 3

@@ -7,7 +7,7 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, cast
+from typing import Annotated
 
 import typer
 
@@ -22,11 +22,31 @@ from lagless.engine import (
     Ordering,
     load_handler,
 )
-from lagless.engine.config import OffsetReset
 from lagless.engine.events import EVENTS_FILE
 from lagless.engine.memory import tune_gc
 from lagless.errors import ConfigError
 from lagless.observe.metrics import Metrics
+
+# EngineConfig's fields as this command's flags (EngineConfig validates; errors name the flags)
+FLAGS = {
+    field: f"--{param.replace('_', '-')}"
+    for field, param in {
+        "topics": "topic", "group": "group", "ordering": "ordering",
+        "max_in_flight": "max_in_flight", "max_pending": "max_pending",
+        "processes": "processes", "batch_size": "batch_size",
+        "batch_linger_ms": "batch_linger_ms", "inline": "no_inline", "retries": "retries",
+        "retry_backoff_s": "retry_backoff", "retry_backoff_max_s": "retry_backoff",
+        "dlq_topic": "dlq_topic", "on_failure": "on_failure", "count": "count",
+        "until_idle_s": "until_idle", "commit_interval_s": "commit_interval",
+        "commit_every": "commit_every", "assignor": "assignor", "static_id": "static_id",
+        "group_protocol": "group_protocol", "remote_assignor": "remote_assignor",
+        "leave_group_on_close": "no_leave_group", "client_id": "client_id",
+        "session_timeout_ms": "session_timeout_ms", "heartbeat_interval_ms": "heartbeat_ms",
+        "max_poll_interval_ms": "max_poll_interval_ms", "auto_offset_reset": "offset_reset",
+        "revoke_budget_s": "revoke_budget", "shutdown_budget_s": "shutdown_budget",
+        "stall_seconds": "stall_seconds",
+    }.items()
+}  # fmt: skip
 
 
 def run_settings(config: EngineConfig, handler: str) -> dict[str, object]:
@@ -172,44 +192,19 @@ def consume(
     A first SIGTERM/Ctrl-C drains and commits (exit 0); a second stops at once (exit 130).
     Exit 1 on a failure (the summary is printed, with "error" under --json), 2 on bad usage.
     """
-    if assignor not in ("cooperative-sticky", "range", "roundrobin"):
-        raise ConfigError(
-            f"--assignor {assignor!r}: choose cooperative-sticky, range or roundrobin"
-        )
-    if group_protocol not in ("classic", "consumer"):
-        raise ConfigError(f"--group-protocol {group_protocol!r}: choose classic or consumer")
-    if remote_assignor not in (None, "uniform", "range"):
-        raise ConfigError(f"--remote-assignor {remote_assignor!r}: choose uniform or range")
-    if remote_assignor is not None and group_protocol != "consumer":
-        raise ConfigError("--remote-assignor applies only with --group-protocol consumer")
-    if offset_reset not in ("earliest", "latest"):
-        raise ConfigError(f"--offset-reset {offset_reset!r}: choose earliest or latest")
     if metrics_port is not None and not 0 < metrics_port < 65536:
         raise ConfigError(f"--metrics-port {metrics_port} is not a port")
-    if dlq_topic is None and on_failure is None:
-        raise ConfigError(
-            "without --dlq-topic, say what a failed record does: --on-failure stop|skip"
+    given = {  # classic-protocol settings, passed only when given (EngineConfig judges them)
+        field: value
+        for field, param, value in (
+            ("assignor", "assignor", assignor),
+            ("session_timeout_ms", "session_timeout_ms", session_timeout_ms),
+            ("heartbeat_interval_ms", "heartbeat_ms", heartbeat_ms),
         )
-    if dlq_topic is not None and on_failure is not None:
-        raise ConfigError("--on-failure applies only without --dlq-topic")
-    classic = {
-        "assignor": assignor,
-        "session_timeout_ms": session_timeout_ms,
-        "heartbeat_interval_ms": heartbeat_ms,
+        if getattr(ctx.get_parameter_source(param), "name", "DEFAULT") != "DEFAULT"
     }
-    if group_protocol == "consumer":
-        given = [
-            f"--{name.replace('_', '-')}"
-            for name in ("assignor", "session_timeout_ms", "heartbeat_ms")
-            if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") != "DEFAULT"
-        ]
-        if given:
-            raise ConfigError(
-                f"{', '.join(given)}: not with --group-protocol consumer (KIP-848 moves the "
-                "assignor and the session timeout to the broker)"
-            )
-        classic = {}
     config = EngineConfig.build(
+        FLAGS,
         topics=tuple(topic),
         group_protocol=group_protocol,
         remote_assignor=remote_assignor,
@@ -233,9 +228,9 @@ def consume(
         commit_interval_s=commit_interval,
         commit_every=commit_every,
         static_id=static_id,
-        **classic,
+        **given,
         max_poll_interval_ms=max_poll_interval_ms,
-        auto_offset_reset=cast(OffsetReset, offset_reset),
+        auto_offset_reset=offset_reset,
         revoke_budget_s=revoke_budget,
         shutdown_budget_s=shutdown_budget,
         stall_seconds=stall_seconds,

@@ -21,7 +21,7 @@ from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 from lagless.app.signals import stop_on_signals
 from lagless.cli.common import out_console, print_json
 from lagless.engine import Engine, Progress, RunSummary
-from lagless.engine.core import ProgressFn
+from lagless.engine.summary import ProgressFn
 from lagless.errors import LaglessError
 
 EXIT_INTERRUPTED = 130

@@ -31,10 +31,12 @@ Library API (stable; the CLI, the demo and the planner call it in-process)::
 
 Returns a :class:`RunSummary`; raises ``RecordError`` when a record fails with
 ``on_failure=stop``, ``ClusterError`` on a fatal consumer or DLQ error (after committing what
-is safe). Module map: ``poller`` (the loop; its parts ``core``, ``completions``,
-``committing``, ``rebalance``, ``watch``), ``ordering``, ``tracker`` + ``offset_map``,
-``backpressure``, ``commit``, ``retry``, ``dlq``, ``workers``, ``aio``, ``idle``, ``topics``,
-``config``, ``summary``.
+is safe). Structure: ``loop`` (:class:`Engine`: the loop and the lifecycle) owns its parts,
+one per subpackage by concern: ``intake`` (poll, backpressure), ``dispatch`` (the strategy
+chosen once: per record or per batch; the launcher), ``workers`` (threads, processes, asyncio
+behind one protocol), ``results`` (completions, DLQ, metrics, the record ledger), ``offsets``
+(the offset ledger: everything about what is safe to commit), ``partitions`` (owned state,
+rebalance callbacks), ``watch`` (gauges, health, idle); see docs/engine.md, "Structure".
 """
 
 from __future__ import annotations
@@ -46,7 +48,6 @@ from typing import Any
 from lagless.engine.config import EngineConfig, OnFailure, Ordering
 from lagless.engine.events import EventKind, EventLog
 from lagless.engine.handlers import BatchHandler, DecodeError, Handler, load_handler
-from lagless.engine.intake.backpressure import MessageRejected
 from lagless.engine.loop import Engine, ProgressFn
 from lagless.engine.record import Record
 from lagless.engine.results.ledger import Ledger
@@ -66,7 +67,6 @@ __all__ = [
     "HealthStatus",
     "Latency",
     "Ledger",
-    "MessageRejected",
     "OnFailure",
     "Ordering",
     "Progress",

@@ -7,6 +7,7 @@ is the one place the librdkafka consumer settings are derived from it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Literal, Self
@@ -46,6 +47,8 @@ RemoteAssignor = Literal["uniform", "range"]
 
 # the classic protocol's client-side settings, which KIP-848 moves to the broker
 CLASSIC_ONLY = ("assignor", "session_timeout_ms", "heartbeat_interval_ms")
+FETCH_QUEUE_BACKOFF_MS = 5  # librdkafka: how long the fetcher backs off when its queue is full
+FETCH_WAIT_MAX_MS = 50  # the broker long-poll wait: bounds how long a resumed partition idles
 
 
 class EngineConfig(BaseModel):
@@ -112,10 +115,6 @@ class EngineConfig(BaseModel):
         None, gt=0, description="stop after this long idle, counted from the first assignment"
     )
     poll_batch: int = Field(500, ge=1, le=100_000)
-    fetch_queue_backoff_ms: int = Field(5, ge=0)
-    fetch_wait_max_ms: int = Field(
-        50, ge=0, description="broker long-poll wait: bounds how long a resumed partition idles"
-    )
     consumer_overrides: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("topics")
@@ -163,15 +162,17 @@ class EngineConfig(BaseModel):
         return self
 
     @classmethod
-    def build(cls, **values: Any) -> EngineConfig:
-        """Validate ``values`` (``None`` means default); ConfigError with one line if invalid."""
+    def build(cls, names: Mapping[str, str] | None = None, **values: Any) -> EngineConfig:
+        """Validate ``values`` (``None`` means default); ConfigError with one line if invalid.
+        ``names``: what the caller calls the fields (the CLI: its flags), used in that line."""
         try:
             return cls.model_validate({k: v for k, v in values.items() if v is not None})
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             message = str(first["msg"]).removeprefix("Value error, ")
-            raise ConfigError(f"{where}: {message}" if where else message) from None
+            line = f"{where}: {message}" if where else message
+            raise ConfigError(line if names is None else renamed(line, names)) from None
 
     @property
     def eager(self) -> bool:
@@ -189,8 +190,8 @@ class EngineConfig(BaseModel):
                 "enable.partition.eof": False,
                 "auto.offset.reset": self.auto_offset_reset,
                 "max.poll.interval.ms": self.max_poll_interval_ms,
-                "fetch.queue.backoff.ms": self.fetch_queue_backoff_ms,
-                "fetch.wait.max.ms": self.fetch_wait_max_ms,
+                "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
+                "fetch.wait.max.ms": FETCH_WAIT_MAX_MS,
                 # prefetch about as deep as the engine holds: a paused partition's prefetched
                 # records are dropped and fetched again on resume
                 "queued.min.messages": min(100_000, max(1000, 5 * self.max_pending)),
@@ -210,3 +211,19 @@ class EngineConfig(BaseModel):
             out["client.id"] = self.client_id
         out.update(self.consumer_overrides)
         return out
+
+
+def renamed(line: str, names: Mapping[str, str]) -> str:
+    """``line`` (a validation error) with field names as the caller calls them: the fields
+    it starts with (``a, b: ...``) and any field name with an underscore in the rest."""
+    head, sep, rest = line.partition(": ")
+    fields = head.split(", ")
+    if sep and all(f in names for f in fields):
+        head = ", ".join(names[f] for f in fields)
+    else:
+        head, sep, rest = "", "", line
+    long_names = sorted((n for n in names if "_" in n), key=len, reverse=True)
+    if long_names:
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, long_names)) + r")\b")
+        rest = pattern.sub(lambda m: names[m.group(1)], rest)
+    return head + sep + rest

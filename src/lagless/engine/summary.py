@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,6 +23,9 @@ class Progress:
     lag_records: int
     seconds: float  # since the run started (group join included)
     records_per_s: float = 0.0  # processed / time since the first record received (Timing)
+
+
+ProgressFn = Callable[[Progress], None]
 
 
 @dataclass(frozen=True)

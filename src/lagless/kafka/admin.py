@@ -8,7 +8,6 @@ from typing import Any
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
-    NewPartitions,
     NewTopic,
 )
 
@@ -74,16 +73,6 @@ def delete_topic(conf: Mapping[str, Any], name: str, timeout: float = 15.0) -> N
         future.result(timeout=timeout)
     except KafkaException as exc:
         raise ClusterError(f"cannot delete topic {name!r}: {exc.args[0].str()}") from None
-
-
-def add_partitions(conf: Mapping[str, Any], name: str, total: int, timeout: float = 15.0) -> None:
-    """Grow ``name`` to ``total`` partitions (not supported by the embedded broker)."""
-    admin = admin_client(conf)
-    future = admin.create_partitions([NewPartitions(name, total)])[name]
-    try:
-        future.result(timeout=timeout)
-    except KafkaException as exc:
-        raise ClusterError(f"cannot add partitions to {name!r}: {exc.args[0].str()}") from None
 
 
 def committed_offsets(

@@ -176,10 +176,6 @@ class LagReader:
             log.info("cannot describe group %s: %s", self.group, exc)
             return None
 
-    def group_active(self) -> bool | None:
-        """Whether the group has live members now; None when the cluster does not say."""
-        return activity(self.describe())
-
 
 def activity(info: GroupInfo | None) -> bool | None:
     """Whether a described group has live members; None when its state is not known."""

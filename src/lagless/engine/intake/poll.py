@@ -1,80 +1,95 @@
-"""Poll intake: fetched messages become per-partition runs, offered to their partitions.
+"""Intake: poll, split what came into per-partition runs, offer them; pause and resume.
 
 A poll's messages are split into runs of one partition (:func:`partition_runs`: one C-level
 call a message, no Python object per message). A run is offered to its partition as far as the
-partition has room (:mod:`backpressure`); what does not fit is kept and the partition paused.
-
-Per-record handlers get :class:`Record` copies, tracked offset by offset
-(:class:`PartitionTracker`) and queued in lanes (:class:`Dispatcher`). Batch handlers keep the
-messages themselves: a run is one range of the :class:`RangeTracker` and one entry of its
-partition's :class:`RunDispatcher` queue, and a batch is a :class:`MessageBatch` over them.
+partition has room (:mod:`.backpressure`): what the dispatch strategy makes of it
+(:mod:`lagless.engine.dispatch.strategy`: records for a per-record handler, the messages
+themselves for a batch handler) is tracked and queued; what does not fit is kept and the
+partition paused. Kept records are offered again, and paused partitions resumed, once they
+drained (:meth:`Intake.flow_control`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import KafkaError, Message
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from lagless.engine.core import EngineCore
-from lagless.engine.dispatch.lanes import Dispatcher
-from lagless.engine.dispatch.runs import RunDispatcher
+from lagless.engine.config import EngineConfig
+from lagless.engine.dispatch.strategy import Strategy
 from lagless.engine.events import EventKind
+from lagless.engine.intake.backpressure import FlowControl
 from lagless.engine.intake.messages import partition_runs
-from lagless.engine.offsets.range_tracker import RangeTracker
-from lagless.engine.offsets.tracker import PartitionTracker
+from lagless.engine.lifecycle import Lifecycle
+from lagless.engine.partitions.owned import Owned
 from lagless.engine.partitions.state import SKIPPED, PartitionState
-from lagless.engine.record import Record
+from lagless.engine.tally import Tally
 from lagless.errors import ClusterError
-from lagless.kafka.records import timestamp_ms
+from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 _error = Message.error
-_from_message = Record.from_message
 
 
-class Intake(EngineCore):
-    """The poll step of the loop: fetch, split into runs, offer."""
+class Intake:
+    """The poll step of the loop and the partitions' flow control (on the poll thread)."""
 
-    def _poll_timeout(self) -> float:
-        raise NotImplementedError
+    def __init__(
+        self,
+        config: EngineConfig,
+        metrics: Metrics,
+        owned: Owned,
+        strategy: Strategy,
+        tally: Tally,
+        lifecycle: Lifecycle,
+        first_record: Callable[[], None],
+    ) -> None:
+        self._config = config
+        self._metrics = metrics
+        self._owned = owned
+        self._strategy = strategy
+        self._tally = tally
+        self._lifecycle = lifecycle
+        self._first_record_seen = first_record  # a partition's first record: gauges now
+        self.flow = FlowControl(config.max_pending)
+        self.consumer: Consumer | None = None  # set when the run starts
+        self.last_poll = time.monotonic()
+        self._reported_errors: set[tuple[int, str | None]] = set()
 
-    def _pause(self, state: PartitionState) -> None:
-        raise NotImplementedError
-
-    def _poll(self) -> int:
+    def poll(self, timeout: float) -> int:
         """Fetch a batch and offer each run to its partition; how many messages came."""
-        assert self._consumer is not None
-        messages = self._consumer.consume(self.config.poll_batch, self._poll_timeout())
-        self._last_poll = time.monotonic()
+        assert self.consumer is not None
+        messages = self.consumer.consume(self._config.poll_batch, timeout)
+        self.last_poll = time.monotonic()
         if not messages:
             return 0
         now = time.monotonic()
-        self._last_activity = now
-        if self._stopping:
+        self._lifecycle.last_activity = now
+        if self._lifecycle.stopping:
             return len(messages)  # no longer ours: the next owner reads them from the commit
         count = len(messages)
         if any(map(_error, messages)):
             messages = self._without_errors(messages)
-        batching = self._batching
-        for run in partition_runs(messages, len(self.config.topics) == 1):
+        states, items_of = self._owned.states, self._strategy.items
+        for run in partition_runs(messages, len(self._config.topics) == 1):
             head = run[0]
-            state = self._states.get((head.topic(), head.partition()))  # type: ignore[arg-type]
+            state = states.get((head.topic(), head.partition()))  # type: ignore[arg-type]
             if state is None:
                 continue  # not ours (any more): the next owner reads them from the commit
             if not state.consuming:
                 self._first_record(state)
-            items: list[Any] = run if batching else list(map(_from_message, run))
+            items = items_of(run)
             if state.backlog.kept:
                 state.backlog.kept.extend(items)  # stay behind the records kept earlier
                 continue
-            admitted = self._offer(state, items, now)
+            admitted = self.offer(state, items, now)
             if admitted < len(items):
                 state.backlog.kept.extend(items[admitted:])
-                self._pause(state)
+                self.pause(state)
         return count
 
     def _without_errors(self, messages: list[Message]) -> list[Message]:
@@ -91,52 +106,25 @@ class Intake(EngineCore):
     def _first_record(self, state: PartitionState) -> None:
         """The first record of ``state``'s partition since it was assigned here."""
         state.consuming = True
-        self._next_watch = 0.0  # gauges now: the backlog found at assignment shows in short runs
-        self.health.received()
-        self._emit(EventKind.CONSUMING, (state.tp,))
+        self._first_record_seen()  # the backlog found at assignment shows in short runs
+        self._lifecycle.health.received()
+        self._lifecycle.emit(EventKind.CONSUMING, (state.tp,))
 
-    def _offer(self, state: PartitionState, items: list[Any], now: float) -> int:
+    def offer(self, state: PartitionState, items: list[Any], now: float) -> int:
         """Hand fetched records (messages, with a batch handler) to their partition, as many
-        as it has room for (see :mod:`backpressure`); how many it took."""
-        room = self._flow.room(state.tracker.pending)
+        as it has room for (see :mod:`.backpressure`); how many it took."""
+        room = self.flow.room(state.tracker.pending)
         if room < len(items):
             items = items[:room]
         if not items:
             return 0
-        if self._batching:
-            skipped, last_ms = self._offer_run(state, items, now), timestamp_ms(items[-1])
-        else:
-            skipped, last_ms = self._offer_records(state, items, now), items[-1].timestamp_ms
-        if self._timing.first_received is None:
-            self._timing.first_received = now
-        state.last_timestamp_ms = last_ms
+        skipped = self._strategy.offer(state, items, now)
+        timing = self._tally.timing
+        if timing.first_received is None:
+            timing.first_received = now
         if skipped:
-            self._count(state, SKIPPED, skipped)
+            self._tally.count(state, SKIPPED, skipped)
         return len(items)
-
-    def _offer_records(self, state: PartitionState, records: list[Record], now: float) -> int:
-        """Track and queue records for a per-record handler; how many were skipped."""
-        tracker, dispatcher = state.tracker, self._dispatcher
-        assert isinstance(tracker, PartitionTracker) and isinstance(dispatcher, Dispatcher)
-        fresh, skipped = tracker.receive_many(
-            [r.offset for r in records], now, [r.timestamp_ms for r in records]
-        )
-        if fresh is None:
-            dispatcher.push_many(records, now)
-        elif any(fresh):  # else all stale: re-deliveries, ignored
-            dispatcher.push_many([r for r, new in zip(records, fresh, strict=True) if new], now)
-        return skipped
-
-    def _offer_run(self, state: PartitionState, messages: list[Message], now: float) -> int:
-        """Track and queue a run for a batch handler; how many were skipped."""
-        tracker, dispatcher = state.tracker, self._dispatcher
-        assert isinstance(tracker, RangeTracker) and isinstance(dispatcher, RunDispatcher)
-        if tracker.receive_run(messages, now):
-            dispatcher.push_run(state.tp, messages, now)
-            return 0
-        fresh, skipped = tracker.receive_each(messages, now)
-        dispatcher.push_run(state.tp, fresh, now)
-        return skipped
 
     def _consumer_error(self, err: KafkaError, msg: Message) -> None:
         if err.fatal():
@@ -145,3 +133,39 @@ class Intake(EngineCore):
         if key not in self._reported_errors:
             self._reported_errors.add(key)
             log.warning("consumer error on %s: %s", msg.topic(), err.str())
+
+    # -- flow control ---------------------------------------------------------------------
+
+    def pause(self, state: PartitionState) -> None:
+        assert self.consumer is not None
+        if state.backlog.paused:
+            return
+        self.consumer.pause([TopicPartition(*state.tp)])
+        state.backlog.paused = True
+        self._owned.paused.add(state.tp)
+        self._tally.pauses += 1
+        state.metrics.pauses.inc()
+        self._metrics.paused_partitions.set(len(self._owned.paused))
+
+    def resume(self, state: PartitionState) -> None:
+        assert self.consumer is not None
+        try:
+            self.consumer.resume([TopicPartition(*state.tp)])
+        except KafkaException as exc:
+            log.debug("resume %s: %s", state.tp, exc)
+        state.backlog.paused = False
+        self._owned.paused.discard(state.tp)
+        self._metrics.paused_partitions.set(len(self._owned.paused))
+
+    def flow_control(self) -> None:
+        """Offer kept records again; resume paused partitions that drained."""
+        now = time.monotonic()
+        states, flow = self._owned.states, self.flow
+        for key in list(self._owned.paused):
+            state = states[key]
+            kept = state.backlog.kept
+            if kept and not self._lifecycle.stopping:
+                room = min(len(kept), flow.room(state.tracker.pending))
+                self.offer(state, [kept.popleft() for _ in range(room)], now)
+            if flow.may_resume(state.tracker.pending, state.backlog):
+                self.resume(state)

@@ -60,6 +60,7 @@ class PartitionState:
     stall_logged: int | None = None
     consuming: bool = False  # a record arrived since the assignment
     carried: bool = False  # starts at an offset the group refused to commit: owed at once
+    assigned_at: float = 0.0  # when it was assigned here (wall clock, seconds)
 
     @property
     def busy(self) -> bool:

@@ -5,58 +5,86 @@ from __future__ import annotations
 import logging
 import time
 
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from lagless.engine.core import EngineCore, topic_partition
+from lagless.engine.config import EngineConfig
+from lagless.engine.lifecycle import Lifecycle
+from lagless.engine.partitions.owned import Owned
 from lagless.engine.partitions.state import DLQ
-from lagless.engine.summary import Progress
+from lagless.engine.results.publish import Publisher
+from lagless.engine.summary import Progress, ProgressFn
+from lagless.engine.tally import Tally
 from lagless.observe.lagtime import lag_seconds
+from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 WATCH_EVERY_S = 0.5
-
-
 NEVER_ASSIGNED_WARN_S = 30.0  # say it when nothing was assigned for this long
 
 
-class Watching(EngineCore):
-    """The watch step of the loop."""
+class Watch:
+    """The watch step of the loop (on the poll thread)."""
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        metrics: Metrics,
+        owned: Owned,
+        tally: Tally,
+        lifecycle: Lifecycle,
+        publisher: Publisher,
+        on_progress: ProgressFn | None,
+    ) -> None:
+        self._config = config
+        self._metrics = metrics
+        self._owned = owned
+        self._tally = tally
+        self._lifecycle = lifecycle
+        self._publish = publisher
+        self._on_progress = on_progress
+        self.consumer: Consumer | None = None  # set when the run starts
+        self._next = time.monotonic()
+        self._never_assigned_warned = False
+
+    def soon(self) -> None:
+        """Look at the next turn (not in up to half a second)."""
+        self._next = 0.0
 
     def _warn_if_never_assigned(self, now: float) -> None:
         """Say once when the group has given this member nothing for a long while: a broker
         without KIP-848 never answers ``group.protocol=consumer``, a topic may have fewer
         partitions than the group has members."""
-        if self._rebalances or self._never_assigned_warned:
+        if self._tally.rebalances or self._never_assigned_warned:
             return
-        waited = now - self._started
+        config = self._config
+        waited = now - self._lifecycle.started
         limit = NEVER_ASSIGNED_WARN_S
-        if self.config.group_protocol == "classic":
-            limit = max(limit, 2.0 * self.config.session_timeout_ms / 1000.0)
+        if config.group_protocol == "classic":
+            limit = max(limit, 2.0 * config.session_timeout_ms / 1000.0)
         if waited < limit:
             return
         self._never_assigned_warned = True
         hint = (
             " (group.protocol=consumer: does the broker support KIP-848?)"
-            if self.config.group_protocol == "consumer"
+            if config.group_protocol == "consumer"
             else ""
         )
-        log.warning(
-            "no partition assigned after %.0f s in group %s%s", waited, self.config.group, hint
-        )
+        log.warning("no partition assigned after %.0f s in group %s%s", waited, config.group, hint)
 
-    def _watch(self) -> None:
+    def watch(self) -> None:
         """Gauges, lag, stalled records and progress, about twice a second."""
         now = time.monotonic()
-        if now < self._next_watch:
+        if now < self._next:
             return
-        self._next_watch = now + WATCH_EVERY_S
+        self._next = now + WATCH_EVERY_S
         self._publish.flush()
         self._warn_if_never_assigned(now)
-        self.metrics.in_flight.set(self._in_flight)
+        tally = self._tally
+        self._metrics.in_flight.set(tally.in_flight)
         lag = self._update_lag()
-        stall_s = self.config.stall_seconds
-        for state in self._states.values():
+        stall_s = self._config.stall_seconds
+        for state in self._owned.states.values():
             oldest = state.tracker.oldest_unfinished()
             age = now - oldest[1] if oldest is not None else 0.0
             state.metrics.oldest_age.set(age)
@@ -68,40 +96,41 @@ class Watching(EngineCore):
         if self._on_progress is not None:
             self._on_progress(
                 Progress(
-                    processed=self.processed,
-                    dlq=self._counts[DLQ],
-                    in_flight=self._in_flight,
-                    paused=len(self._paused),
-                    assigned=len(self._states),
+                    processed=tally.processed,
+                    dlq=tally.counts[DLQ],
+                    in_flight=tally.in_flight,
+                    paused=len(self._owned.paused),
+                    assigned=len(self._owned.states),
                     lag_records=lag,
-                    seconds=round(now - self._started, 3),
+                    seconds=round(now - self._lifecycle.started, 3),
                     records_per_s=self._live_rate(now),
                 )
             )
 
     def _live_rate(self, now: float) -> float:
         """Records per second of processing so far (the live ``RunSummary.records_per_s``)."""
-        first = self._timing.first_received
+        first = self._tally.timing.first_received
         if first is None or now <= first:
             return 0.0
-        return round(self.processed / (now - first), 1)
+        return round(self._tally.processed / (now - first), 1)
 
     def _update_lag(self) -> int:
         """Per-partition lag and the total: cached high watermark minus the first unfinished
         offset (what a commit now would store, so the same lag ``lagless lag`` and Kafka's own
         tools show), or minus the fetch position before anything was received."""
-        assert self._consumer is not None
-        if not self._states:
+        consumer = self.consumer
+        assert consumer is not None
+        if not self._owned.states:
             return 0
-        states = list(self._states.values())
+        states = list(self._owned.states.values())
         try:
-            positions = self._consumer.position([topic_partition(s.tp) for s in states])
+            positions = consumer.position([TopicPartition(*s.tp) for s in states])
         except KafkaException:
             return 0
         total = 0
         now_ms = time.time() * 1000.0
         for state, pos in zip(states, positions, strict=True):
-            marks = self._consumer.get_watermark_offsets(topic_partition(state.tp), cached=True)
+            marks = consumer.get_watermark_offsets(TopicPartition(*state.tp), cached=True)
             position = state.tracker.committable
             if position is None and pos.offset >= 0:
                 position = pos.offset
@@ -110,7 +139,7 @@ class Watching(EngineCore):
             lag = max(0, marks[1] - position)
             total += lag
             state.metrics.lag_records.set(lag)
-            self.metrics.end_offset.labels(state.tp[0], str(state.tp[1])).set(marks[1])
+            self._metrics.end_offset.labels(state.tp[0], str(state.tp[1])).set(marks[1])
             head_ts = state.tracker.first_uncommitted_timestamp_ms()
             seconds = lag_seconds(int(now_ms), head_ts, lag)
             if seconds is not None:  # None: the next record is not fetched yet; keep the last

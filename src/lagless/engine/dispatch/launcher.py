@@ -1,0 +1,127 @@
+"""Starting tasks: the dispatch step of the loop, and how often to poll for more.
+
+The launcher takes tasks from the strategy's dispatcher (:mod:`.strategy`) and submits them to
+the workers while fewer than ``max_in_flight`` run; it also says when the loop should poll
+(:meth:`Launcher.wants_records`) and how long a poll may wait (:meth:`Launcher.poll_timeout`).
+"""
+
+from __future__ import annotations
+
+import time
+
+from lagless.engine.config import EngineConfig
+from lagless.engine.dispatch.strategy import Strategy
+from lagless.engine.intake.messages import partition_of
+from lagless.engine.lifecycle import Lifecycle
+from lagless.engine.offsets.commits import OffsetLedger
+from lagless.engine.partitions.owned import Owned
+from lagless.engine.results.completions import Completions
+from lagless.engine.tally import Tally
+from lagless.engine.workers.protocol import Workers
+
+IDLE_POLL_S = 0.1  # poll timeout with nothing in flight
+POLL_EVERY_S = 0.05  # poll at least this often, however much is buffered
+POLL_SHORT_S = 0.005  # poll this often while a partition holds nothing and workers are free
+
+
+class Launcher:
+    """Hands tasks to the workers (on the poll thread)."""
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        owned: Owned,
+        strategy: Strategy,
+        tally: Tally,
+        lifecycle: Lifecycle,
+        offsets: OffsetLedger,
+        completions: Completions,
+    ) -> None:
+        self._config = config
+        self._owned = owned
+        self._strategy = strategy
+        self._tally = tally
+        self._lifecycle = lifecycle
+        self._offsets = offsets
+        self._completions = completions
+        self.workers: Workers | None = None  # set when the run starts (see start)
+        self._chained = False  # a partition's batches in lanes of the workers
+
+    def start(self, workers: Workers) -> None:
+        self.workers = workers
+        self._chained = self._strategy.chain(workers)
+
+    def task_size(self) -> int:
+        assert self.workers is not None
+        return self._strategy.task_size(self.workers)
+
+    def wants_records(self, last_poll: float) -> bool:
+        """Poll when the workers may run short of records to start, else every POLL_EVERY_S
+        (heartbeats do not depend on it: librdkafka sends them from its own thread).
+
+        "Short": fewer records held and in flight than the larger of two per worker, one
+        poll's worth and two tasks. Polling more would only fill the partitions' windows
+        while the workers catch up, then pause them (a paused partition's prefetched records
+        are dropped and fetched again). Each poll also hands the GIL to the worker threads and
+        waits to get it back.
+        """
+        dispatcher = self._strategy.dispatcher
+        limit, size = self._config.max_in_flight, self.task_size()
+        enough = max(2 * limit, self._config.poll_batch, 2 * size)
+        if dispatcher.held + self._tally.in_flight < enough:
+            return True
+        since = time.monotonic() - last_poll
+        if dispatcher.starving and dispatcher.ready < (limit - self._tally.tasks) * size:
+            return since >= POLL_SHORT_S  # a partition holds nothing and workers are free
+        return since >= POLL_EVERY_S
+
+    def poll_timeout(self) -> float:
+        """Do not wait in poll while records run or wait to start (``consume`` waits for a
+        whole poll batch or the timeout), nor past a lingering batch's deadline."""
+        if self._tally.in_flight:
+            return 0.0
+        dispatcher = self._strategy.dispatcher
+        due = dispatcher.lingering_until
+        if due is not None:
+            return min(IDLE_POLL_S, max(0.0, due - time.monotonic()))
+        return 0.0 if dispatcher.ready else IDLE_POLL_S
+
+    def dispatch(self) -> None:
+        """Start tasks while fewer than max_in_flight run (chained: each in its partition's
+        lane, see :meth:`.strategy.PerBatch.chain`)."""
+        workers, tally, lifecycle = self.workers, self._tally, self._lifecycle
+        assert workers is not None
+        limit = self._config.max_in_flight
+        if tally.tasks >= limit or lifecycle.stopping or lifecycle.failure is not None:
+            return
+        now = time.monotonic()
+        if self._offsets.holds_starts(now):
+            return  # eager: a commit was refused, the revoke is coming (offsets.carry)
+        size = self.task_size()
+        left: int | None = None
+        count = self._config.count
+        states = self._owned.states
+        if count is not None:  # start no more than --count can still use: exactly N finish
+            pending_letters = sum(s.dead_letters for s in states.values())
+            left = count - tally.processed - pending_letters - tally.in_flight
+        submit, next_task = workers.submit, self._strategy.dispatcher.next_task
+        chained, inlined = self._chained, workers.inlined
+        while tally.tasks < limit:
+            if left is not None:
+                if left <= 0:
+                    break
+                size = min(size, left)
+            records = next_task(size, now)
+            if records is None:
+                break
+            key = partition_of(records)
+            state = states[key]
+            state.in_flight += len(records)
+            tally.in_flight += len(records)
+            tally.tasks += 1
+            if left is not None:
+                left -= len(records)
+            submit(records, state.epoch, key if chained else None)
+        tally.max_in_flight_seen = max(tally.max_in_flight_seen, tally.tasks)
+        if workers.inlined != inlined:  # batches ran here (workers.inline): done already
+            self._completions.collect(wait=0.0)
