@@ -16,17 +16,29 @@ def test_errors_name_the_callers_flags() -> None:
          "--session-timeout-ms: not with --group-protocol consumer (KIP-848 moves the assignor "
          "and the session timeout to the broker)"),
         ({"assignor": "rr"},
-         "--assignor: Input should be 'cooperative-sticky', 'range' or 'roundrobin'"),
+         "--assignor (assignor): Input should be 'cooperative-sticky', 'range' or 'roundrobin'"),
         ({"remote_assignor": "uniform"},
          "--remote-assignor applies only with --group-protocol consumer"),
-        ({"max_in_flight": 0}, "--max-in-flight: Input should be greater than or equal to 1"),
+        ({"max_in_flight": 0},
+         "--max-in-flight (max_in_flight): Input should be greater than or equal to 1"),
         ({"auto_offset_reset": "middle"},
-         "--offset-reset: Input should be 'earliest' or 'latest'"),
+         "--offset-reset (auto_offset_reset): Input should be 'earliest' or 'latest'"),
+        ({"dlq_topic": "d", "on_failure": "skip"}, "--on-failure applies only without --dlq-topic"),
     ]  # fmt: skip
     for values, line in cases:
         with pytest.raises(ConfigError) as caught:
-            EngineConfig.build(FLAGS, topics=("t",), group="g", on_failure="stop", **values)
+            EngineConfig.build(FLAGS, **{"topics": ("t",), "group": "g", "on_failure": "stop",
+                                         **values})  # fmt: skip
         assert str(caught.value) == line
+
+
+def test_without_an_answer_for_failed_records_the_flags_are_named() -> None:
+    with pytest.raises(ConfigError) as caught:
+        EngineConfig.build(FLAGS, topics=("t",), group="g")
+    assert str(caught.value) == (
+        "without a DLQ topic (--dlq-topic), choose what a failed record does: stop or skip "
+        "(--on-failure stop|skip)"
+    )
 
 
 def test_without_names_errors_name_the_fields() -> None:

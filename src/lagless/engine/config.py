@@ -130,9 +130,12 @@ class EngineConfig(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         if self.dlq_topic is None and self.on_failure is None:
-            raise ValueError("without a DLQ topic, choose what a failed record does: stop or skip")
+            raise ValueError(
+                "without a DLQ topic (dlq_topic), choose what a failed record does: stop or "
+                "skip (on_failure stop|skip)"
+            )
         if self.dlq_topic is not None and self.on_failure is not None:
-            raise ValueError("on_failure applies only without a DLQ topic")
+            raise ValueError("on_failure applies only without dlq_topic")
         if self.dlq_topic is not None and self.dlq_topic in self.topics:
             raise ValueError("the DLQ topic cannot be one of the consumed topics")
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
@@ -171,8 +174,10 @@ class EngineConfig(BaseModel):
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             message = str(first["msg"]).removeprefix("Value error, ")
-            line = f"{where}: {message}" if where else message
-            raise ConfigError(line if names is None else renamed(line, names)) from None
+            if names is not None:  # a field as the caller calls it, and as EngineConfig does
+                message = renamed(message, names)
+                where = f"{names[where]} ({where})" if where in names else where
+            raise ConfigError(f"{where}: {message}" if where else message) from None
 
     @property
     def eager(self) -> bool:
