@@ -1,1 +1,2 @@
-"""``lagless ui``: a live web console for groups, lag and rebalances (see docs/ui.md)."""
+"""The live console (`lagless ui`, see docs/ui.md) and the chart assets it shares with the static
+pages."""
