@@ -134,7 +134,7 @@ class Snapshot:
     cycle_s: float = 0.0
     error: str | None = None
     down_since: float | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    rebalances: tuple[Rebalance, ...] = field(default_factory=tuple)  # closed in this cycle
 
     def group(self, name: str) -> GroupSample | None:
         for g in self.groups:

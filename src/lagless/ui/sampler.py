@@ -21,6 +21,7 @@ import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -36,6 +37,7 @@ from lagless.ui.model import (
     MEMBERS_NOT_ANSWERED,
     GroupSample,
     PartitionSample,
+    Rebalance,
     Snapshot,
     TopicSample,
 )
@@ -126,10 +128,7 @@ class Sampler:
             last = self.latest
             snap = Snapshot(now, False, last.groups, last.topics, error=reason,
                             down_since=self._down_since)  # fmt: skip
-        snap = Snapshot(
-            snap.t, snap.up, snap.groups, snap.topics, time.monotonic() - began,
-            snap.error, snap.down_since, snap.notes,
-        )  # fmt: skip
+        snap = replace(snap, cycle_s=time.monotonic() - began)
         self.latest = snap
         if self._sink is not None:
             self._sink(snap)
@@ -166,7 +165,8 @@ class Sampler:
         )  # fmt: skip
         reads.forget_heads(set(heads))
         now_ms = int(now * 1000)
-        samples = []
+        samples: list[GroupSample] = []
+        done: list[Rebalance] = []
         for group in sorted(groups):
             info = infos.get(group)
             held = owners.get(group, {})
@@ -190,15 +190,12 @@ class Sampler:
                 group, info.state if info else "Unknown", info.protocol if info else "",
                 members, source, tuple(parts), active, listed_as=aliases.get(group),
             )  # fmt: skip
-            status = self._status(sample, now)
-            sample = GroupSample(
-                sample.group, sample.state, sample.protocol, sample.members,
-                sample.members_source, sample.partitions, sample.active, status, sample.listed_as,
-            )  # fmt: skip
-            self.rebalances.observe(sample, now)
+            sample = replace(sample, status=self._status(sample, now))
+            if (closed := self.rebalances.observe(sample, now)) is not None:
+                done.append(closed)
             samples.append(sample)
         self._forget(samples)
-        return Snapshot(now, True, tuple(samples), topics)
+        return Snapshot(now, True, tuple(samples), topics, rebalances=tuple(done))
 
     def _topics(
         self, now: float, counts: Mapping[str, int], ends: Mapping[PartitionKey, int]

@@ -113,13 +113,12 @@ class Store:
                         self._last_topic[(topic.topic, partition)] = (end, t)
                         ends.append((t, topic.topic, partition, end))
             db.executemany("INSERT INTO topics VALUES (?, ?, ?, ?)", ends)
+            db.executemany(
+                "INSERT INTO rebalances VALUES (?, ?, ?, ?)",
+                [(r.group, r.at, r.duration_s, r.moved) for r in snap.rebalances],
+            )
         if time.monotonic() - self._pruned >= PRUNE_EVERY_S:
             self.prune(t)
-
-    def write_rebalance(self, r: Rebalance) -> None:
-        with self._tx() as db:
-            db.execute("INSERT INTO rebalances VALUES (?, ?, ?, ?)",
-                       (r.group, r.at, r.duration_s, r.moved))  # fmt: skip
 
     def size(self) -> int:
         """Bytes the store's pages take (the file, without the write-ahead log)."""
