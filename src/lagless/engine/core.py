@@ -33,6 +33,7 @@ from lagless.engine.settle import Settling
 from lagless.engine.summary import LatencyLog, Progress, Timing
 from lagless.engine.workers import Workers
 from lagless.errors import LaglessError
+from lagless.observe.instance import StatusBoard
 from lagless.observe.metrics import Metrics
 
 ProgressFn = Callable[[Progress], None]
@@ -56,8 +57,10 @@ class EngineCore:
         *,
         events: EventLog | None = None,
         ledger: Ledger | None = None,
+        status: StatusBoard | None = None,
     ) -> None:
         self.config = config
+        self._status_board = status  # lagless ui: what this instance owns (observe.instance)
         self.health = Health()
         self._events = events
         self._ledger = ledger

@@ -10,6 +10,7 @@ from confluent_kafka import KafkaException
 from lagless.engine.core import EngineCore, topic_partition
 from lagless.engine.partition import DLQ
 from lagless.engine.summary import Progress
+from lagless.observe.instance import PartitionView
 from lagless.observe.lagtime import lag_seconds
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class Watching(EngineCore):
         self._warn_if_never_assigned(now)
         self.metrics.in_flight.set(self._in_flight)
         lag = self._update_lag()
+        self._post_status()
         stall_s = self.config.stall_seconds
         for state in self._states.values():
             oldest = state.tracker.oldest_unfinished()
@@ -78,6 +80,25 @@ class Watching(EngineCore):
                     records_per_s=self._live_rate(now),
                 )
             )
+
+    def _post_status(self) -> None:
+        """Tell the status board (``lagless ui``) what this instance owns and where it is."""
+        if self._status_board is None or self._consumer is None:
+            return
+        states = list(self._states.values())
+        try:
+            positions = self._consumer.position([topic_partition(s.tp) for s in states])
+        except KafkaException:
+            return
+        views = []
+        for state, pos in zip(states, positions, strict=True):
+            marks = self._consumer.get_watermark_offsets(topic_partition(state.tp), cached=True)
+            views.append(PartitionView(
+                state.tp[0], state.tp[1], state.epoch, pos.offset if pos.offset >= 0 else None,
+                state.tracker.committable, marks[1] if marks and marks[1] >= 0 else None,
+                state.in_flight, state.tp in self._paused,
+            ))  # fmt: skip
+        self._status_board.post(views, self._in_flight, len(self._paused))
 
     def _live_rate(self, now: float) -> float:
         """Records per second of processing so far (the live ``RunSummary.records_per_s``)."""

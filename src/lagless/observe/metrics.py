@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter as Tally
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
@@ -135,7 +135,11 @@ class Metrics:
         self.batch_seconds = Gauge("lagless_batch_seconds", "last micro-batch duration", registry=r)
 
     def serve(
-        self, port: int, addr: str = "127.0.0.1", health: HealthSource | None = None
+        self,
+        port: int,
+        addr: str = "127.0.0.1",
+        health: HealthSource | None = None,
+        status: Callable[[], dict[str, Any]] | None = None,
     ) -> WSGIServer:
         """Expose the metrics at http://addr:port/metrics, with ``/healthz`` and ``/readyz``
         answered from ``health`` (see :mod:`lagless.observe.http`), from a daemon thread.
@@ -143,7 +147,7 @@ class Metrics:
         Returns the server (``.shutdown()`` stops it); a port that cannot be bound is a
         one-line LaglessError.
         """
-        return serve(self.exposed(), port, addr, health)
+        return serve(self.exposed(), port, addr, health, status)
 
     def exposed(self) -> CollectorRegistry:
         """The registry Prometheus scrapes: every sample with the ``group`` label added."""

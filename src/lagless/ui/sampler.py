@@ -74,6 +74,15 @@ def members_of(info: GroupInfo | None, owners: Mapping[PartitionKey, list[str]])
     return 0, MEMBERS_NOT_ANSWERED
 
 
+def protocol_of(info: GroupInfo | None) -> str:
+    """The group's assignment protocol, as the broker answered it with its members. Without
+    members it is not trusted: Tansu 0.6 answers a member id there (measured), so it is shown as
+    not answered."""
+    if info is None or info.state in ("Empty", "Dead"):
+        return ""
+    return info.protocol if info.members else MEMBERS_NOT_ANSWERED
+
+
 class Sampler:
     """Samples the cluster in a daemon thread; :attr:`latest` is the last snapshot."""
 
@@ -187,7 +196,7 @@ class Sampler:
             if active is not True and held:
                 active = True
             sample = GroupSample(
-                group, info.state if info else "Unknown", info.protocol if info else "",
+                group, info.state if info else "Unknown", protocol_of(info),
                 members, source, tuple(parts), active, listed_as=aliases.get(group),
             )  # fmt: skip
             sample = replace(sample, status=self._status(sample, now))

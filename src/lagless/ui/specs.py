@@ -28,11 +28,19 @@ def markers(console: Console, group: str, since: float, until: float) -> list[di
     return out
 
 
+def start(since: float, x: Sequence[float]) -> float:
+    """Where a chart's x axis starts: the range's start, or shortly before the first sample when
+    the history begins later (a group seen for a minute is not drawn into a corner)."""
+    if not x or x[0] <= since:
+        return since
+    return max(since, x[0] - 5.0)
+
+
 def lag_charts(console: Console, group: str, since: float, until: float) -> list[dict[str, Any]]:
     rows = console.store.group_series(group, since, until)
     x = [t for t, _, _ in rows]
     marks = markers(console, group, since, until)
-    common = {"xKind": "epoch", "xMin": since, "xMax": until, "x": x, "markers": marks}
+    common = {"xKind": "epoch", "xMin": start(since, x), "xMax": until, "x": x, "markers": marks}
     return [
         {**common, "id": "chart-lag", "title": f"{figures.COMMITTED_LAG} (records)",
          "unit": "records",
@@ -81,7 +89,8 @@ def strip(console: Console, group: str, since: float, until: float) -> dict[str,
     names = sorted({b["owner"] for b in bars})
     return {
         "type": "strip", "id": "chart-strip", "title": "assignment (owner per partition)",
-        "xKind": "epoch", "xMin": since, "xMax": until, "partitions": len(keys), "rows": labels,
+        "xKind": "epoch", "xMin": start(since, [r["t"] for r in rows[:1]]), "xMax": until,
+        "partitions": len(keys), "rows": labels,
         "owners": [{"name": n} for n in names], "bars": bars, "overlaps": overlaps,
         "markers": markers(console, group, since, until),
         "note": None if bars else "no owner known: the broker gives no members and no lagless "
@@ -101,7 +110,7 @@ def e2e_chart(points: Sequence[Point], since: float, until: float) -> dict[str, 
             series.append({"label": f"{name} e2e {q}", "values": values,
                            "dash": [4, 3] if q == "p50" else []})  # fmt: skip
     return {"id": "chart-e2e", "title": "end-to-end latency (scraped instances)",
-            "unit": "seconds", "xKind": "epoch", "xMin": since, "xMax": until, "x": x,
+            "unit": "seconds", "xKind": "epoch", "xMin": start(since, x), "xMax": until, "x": x,
             "series": series}  # fmt: skip
 
 
