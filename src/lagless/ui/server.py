@@ -48,6 +48,7 @@ ROUTES: list[Route] = [
     (re.compile(r"^/api/cluster$"), "api_cluster"),
     (re.compile(r"^/metrics$"), "metrics"),
     (re.compile(r"^/static/([A-Za-z0-9_./-]+)$"), "static"),
+    (re.compile(r"^/favicon.ico$"), "favicon"),
 ]
 POSTS: list[Route] = [
     (re.compile(r"^/login$"), "login"),
@@ -99,9 +100,9 @@ def make_handler(console: Console, guard: Guard) -> type[BaseHTTPRequestHandler]
             self.send(status, body, "application/json", headers)
 
         def page(self, title: str, body: str, name: str, data: dict[str, Any] | None = None,
-                 charts: bool = False) -> None:  # fmt: skip
+                 charts: bool = False, status: HTTPStatus = HTTPStatus.OK) -> None:  # fmt: skip
             self.html(pages.layout(title, body, csrf=guard.csrf, interval=console.config.interval,
-                                   page=name, data=data, charts=charts))  # fmt: skip
+                                   page=name, data=data, charts=charts), status)  # fmt: skip
 
         def query(self) -> dict[str, str]:
             return dict(parse_qsl(urlsplit(self.path).query))
@@ -115,7 +116,8 @@ def make_handler(console: Console, guard: Guard) -> type[BaseHTTPRequestHandler]
             ):
                 self.json({"error": message}, status)
             else:
-                self.page(str(status.phrase), pages.message_page(status.phrase, message), "error")
+                body = pages.message_page(status.phrase, message)
+                self.page(str(status.phrase), body, "error", status=status)
 
         def dispatch(self, routes: list[Route], prefix: str) -> None:
             path = urlsplit(self.path).path
@@ -145,7 +147,8 @@ def make_handler(console: Console, guard: Guard) -> type[BaseHTTPRequestHandler]
             return False
 
         def do_GET(self) -> None:
-            if urlsplit(self.path).path.startswith("/static/") or self.authorized():
+            path = urlsplit(self.path).path
+            if path.startswith("/static/") or path == "/favicon.ico" or self.authorized():
                 self.dispatch(ROUTES, "get")
 
         def do_HEAD(self) -> None:
@@ -243,6 +246,9 @@ def make_handler(console: Console, guard: Guard) -> type[BaseHTTPRequestHandler]
             if body is None or kind is None:
                 raise ReplyError(HTTPStatus.NOT_FOUND, f"no asset {name!r}")
             self.send(HTTPStatus.OK, body, f"{kind}; charset=utf-8")
+
+        def get_favicon(self) -> None:
+            self.send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
 
         # API
 
