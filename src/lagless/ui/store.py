@@ -152,7 +152,7 @@ class Store:
             self._last_part.clear()
             self._last_topic.clear()
         with self._lock:
-            self._db.execute("PRAGMA incremental_vacuum")
+            self._db.executescript("PRAGMA incremental_vacuum;")  # stepped to the end (all pages)
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # reads
