@@ -212,7 +212,9 @@ def group_page(g: dict[str, Any], csrf: str, writable: bool) -> str:
     )  # fmt: skip
 
 
-def topic_page(t: dict[str, Any], records: list[dict[str, Any]], error: str | None) -> str:
+def topic_page(
+    t: dict[str, Any], records: list[dict[str, Any]], error: str | None, csrf: str, writable: bool
+) -> str:
     parts = table("partitions", (("partition", "partition"), ("end", "end offset")),
                   ([cell(p), cell(end)] for p, end in enumerate(t["ends"])))  # fmt: skip
     recs = table(
@@ -229,6 +231,13 @@ def topic_page(t: dict[str, Any], records: list[dict[str, Any]], error: str | No
         f"<b id='t-end'>{e(t['end'])}</b></p>{parts}<h3>Latest records</h3>"
         "<p class='note'>as <code>lagless tail</code> shows them: UTF-8 as is, control "
         f"characters and invalid bytes as \\xNN</p>{err}{recs}"
+        + (
+            f"<form class='inline' method='post' action='{e(topic_href(t['topic']))}/delete'>"
+            f"<input type='hidden' name='csrf' value='{e(csrf)}'><button>delete topic…</button>"
+            "</form>"
+            if writable
+            else ""
+        )
     )
 
 

@@ -222,8 +222,8 @@ def make_handler(console: Console, guard: Guard) -> type[BaseHTTPRequestHandler]
                 raise ReplyError(HTTPStatus.NOT_FOUND, f"no topic {name!r}")
             records, error = latest_records(console.conf, name)
             doc = {**found[0].to_json(), "ends": found[0].ends}
-            self.page(f"topic {name}", pages.topic_page(doc, records, error), "topic",
-                      {"topic": name})  # fmt: skip
+            body = pages.topic_page(doc, records, error, guard.csrf, guard.allow_writes)
+            self.page(f"topic {name}", body, "topic", {"topic": name})
 
         def get_lab(self) -> None:
             self.page("lab", lab_page(console.config.lab_dir), "lab")
