@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pytest
+
 from lagless.broker.embedded import free_port
 from lagless.kafka.offsets import topic_ranges
 from tests.conftest import Cluster
@@ -29,6 +31,9 @@ from tests.integration.ui_helpers import (
 PARTITIONS = 4
 
 
+pytestmark = pytest.mark.integration
+
+
 def member(name: str, topic: str, group: str, home: Path, cluster: Cluster, out: Path,
            port: int) -> Proc:  # fmt: skip
     return Proc(
@@ -43,6 +48,7 @@ def owners(doc: dict[str, Any]) -> dict[tuple[str, int], list[str]]:
     return {(p["topic"], p["partition"]): p["owners"] for p in doc["partitions"]}
 
 
+@pytest.mark.slow
 def test_console_follows_a_group_through_a_restart_and_a_kill(
     cluster: Cluster, make_topic: Callable[..., str], group: str, tmp_path: Path
 ) -> None:

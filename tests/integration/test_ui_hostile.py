@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
+import pytest
 from confluent_kafka import Producer
 
 from lagless.broker.embedded import EmbeddedBroker, free_port
@@ -32,6 +33,9 @@ from tests.integration.ui_helpers import (
 HOSTILE_GROUP = "<img src=x onerror=alert(1)>"  # no '/': Tansu truncates listed ids at '/'
 HOSTILE_VALUE = b"<script>alert(2)</script>\x00\xff"
 TOKEN = "a-long-enough-test-token-0123456789"
+
+
+pytestmark = pytest.mark.integration
 
 
 def test_script_in_group_ids_and_records_is_shown_as_text(
@@ -148,6 +152,7 @@ def test_writes_need_allow_writes_csrf_and_a_confirmation(
         assert committed_offsets(cluster.conf, group) == {(topic, 0): 5}
 
 
+@pytest.mark.slow
 def test_frozen_broker_shows_unreachable_and_recovers(tmp_path: Path) -> None:
     chromium_path()
     broker = EmbeddedBroker(tmp_path / "broker")

@@ -8,10 +8,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Producer
 
 from tests.conftest import Cluster
 from tests.integration.ui_helpers import browser, chromium_path, console, watched_page
+
+pytestmark = pytest.mark.integration
 
 
 def dead_letter(error_class: str, offset: int) -> list[tuple[str, bytes]]:

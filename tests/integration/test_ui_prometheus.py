@@ -18,6 +18,8 @@ from lagless.kafka.admin import alter_committed_offsets
 from tests.conftest import Cluster
 from tests.integration.ui_helpers import api, console, poll, request
 
+pytestmark = pytest.mark.integration
+
 
 def query(port: int, promql: str) -> list[dict[str, object]]:
     url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": promql})

@@ -32,6 +32,7 @@ from lagless.observe.lag import LagReader
 
 EARLIEST = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
 START_REFRESH_S = 300.0  # start offsets move only with retention: read them again this often
+IN_FLIGHT = 100  # offset requests outstanding at once (one per group)
 
 
 class ClusterReads:
@@ -58,21 +59,31 @@ class ClusterReads:
         return sorted({g.group_id for g in result.valid})
 
     def committed(self, groups: Iterable[str]) -> dict[str, dict[PartitionKey, int]]:
-        """Each group's committed offsets (requests sent together, then collected)."""
-        futures = {
-            g: self._admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(g)], request_timeout=self.timeout
-            )[g]
-            for g in groups
-        }
+        """Each group's committed offsets: requests sent ``IN_FLIGHT`` at a time, then
+        collected (every future is waited for, even after a failure, before the error)."""
+        names = list(groups)
         out: dict[str, dict[PartitionKey, int]] = {}
-        for group, future in futures.items():
-            result = result_of(future, f"read offsets of group {group!r}", self.timeout)
-            out[group] = {
-                (tp.topic, tp.partition): tp.offset
-                for tp in result.topic_partitions or []
-                if tp.offset >= 0
+        failure: ClusterError | None = None
+        for start in range(0, len(names), IN_FLIGHT):
+            futures = {
+                g: self._admin.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(g)], request_timeout=self.timeout
+                )[g]
+                for g in names[start : start + IN_FLIGHT]
             }
+            for group, future in futures.items():
+                try:
+                    result = result_of(future, f"read offsets of group {group!r}", self.timeout)
+                except ClusterError as exc:
+                    failure = failure or exc
+                    continue
+                out[group] = {
+                    (tp.topic, tp.partition): tp.offset
+                    for tp in result.topic_partitions or []
+                    if tp.offset >= 0
+                }
+            if failure is not None:
+                raise failure
         return out
 
     def group_ids(self, listed: list[str]) -> tuple[list[str], dict[str, str]]:
