@@ -19,12 +19,12 @@ from confluent_kafka import Producer
 from lagless.broker.embedded import EmbeddedBroker, free_port
 from lagless.kafka.admin import alter_committed_offsets, committed_offsets
 from tests.conftest import LAGLESS, Cluster
+from tests.integration import ui_helpers
 from tests.integration.ui_helpers import (
     api,
     browser,
     chromium_path,
     console,
-    env_for,
     poll,
     request,
     watched_page,
@@ -76,7 +76,7 @@ def test_script_in_group_ids_and_records_is_shown_as_text(
 
 
 def test_off_loopback_needs_a_token(cluster: Cluster, tmp_path: Path) -> None:
-    env = env_for(tmp_path, cluster.bootstrap)
+    env = ui_helpers.env_for(tmp_path, cluster.bootstrap)
     result = subprocess.run([LAGLESS, "ui", "--host", "0.0.0.0", "--port", "0"], env=env,
                             capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert result.returncode == 2

@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from lagless.broker.embedded import pid_alive
+
 log = logging.getLogger(__name__)
 
 INSTANCES_DIR = "instances"
@@ -149,16 +151,6 @@ class Publisher:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def live_instances(state_dir: Path, now: float | None = None) -> list[dict[str, Any]]:
