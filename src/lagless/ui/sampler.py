@@ -150,7 +150,8 @@ class Sampler:
         commits = reads.committed(groups)
         partition_counts = reads.topics()
         owners = instance_owners(self._instances())
-        all_keys = [(t, p) for t, n in sorted(partition_counts.items()) for p in range(n)]
+        by_topic = {t: [(t, p) for p in range(n)] for t, n in sorted(partition_counts.items())}
+        all_keys = [k for keys in by_topic.values() for k in keys]
         ends = reads.ends(all_keys)
         topics = self._topics(now, partition_counts, ends)
         wanted: dict[str, list[PartitionKey]] = {}
@@ -159,10 +160,11 @@ class Sampler:
             info = infos.get(group)
             assigned = {t for m in info.members for t, _ in m.partitions} if info else set()
             names = {t for t, _ in commits.get(group, {})} | assigned | {t for t, _ in held}
-            wanted[group] = [k for k in all_keys if k[0] in names]
+            wanted[group] = [k for t in sorted(names) for k in by_topic.get(t, ())]
         for group in set(owners) - set(groups):  # instances of a group not listed yet
             groups.append(group)
-            wanted[group] = [k for k in all_keys if k[0] in {t for t, _ in owners[group]}]
+            names = {t for t, _ in owners[group]}
+            wanted[group] = [k for t in sorted(names) for k in by_topic.get(t, ())]
         starts = reads.starts(sorted({k for keys in wanted.values() for k in keys}))
         positions = {
             g: {k: position(commits.get(g, {}).get(k), starts[k], ends[k]) for k in keys}
