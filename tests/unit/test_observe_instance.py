@@ -45,3 +45,10 @@ def test_silent_or_gone_instances_are_dropped(tmp_path: Path) -> None:
     dead.write_text(json.dumps({**doc, "pid": int(gone.stdout)}))
     live_instances(tmp_path, now=doc["updated"])
     assert not dead.exists()  # its process is gone: the file is removed
+
+
+def test_an_unwritable_state_directory_is_no_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with Publisher(StatusBoard("g", "c1"), blocker) as publisher:  # a file, not a directory
+        assert not publisher.path.exists()

@@ -123,7 +123,13 @@ class Publisher:
         self._thread = threading.Thread(target=self._run, name="lagless-status", daemon=True)
 
     def start(self) -> Publisher:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Start publishing; a state directory that cannot be written is said once (the
+        console then cannot see this instance) and is no error for the engine."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            log.warning("instance status not published (lagless ui will not see it): %s", exc)
+            return self
         self.write()
         self._thread.start()
         return self
