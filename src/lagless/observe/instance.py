@@ -20,6 +20,7 @@ not answer DescribeGroups with members.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -150,7 +151,8 @@ class Publisher:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=2.0)
-        self.path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # never written (see start)
+            self.path.unlink(missing_ok=True)
 
     def __enter__(self) -> Publisher:
         return self.start()
