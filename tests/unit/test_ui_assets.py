@@ -39,3 +39,14 @@ def test_finite_turns_missing_values_into_gaps() -> None:
     assert assets.finite(None) is None
     assert assets.finite(float("nan")) is None
     assert assets.finite(float("inf")) is None
+
+
+def test_the_assets_request_nothing() -> None:
+    for name in (*assets.SCRIPTS, *assets.STYLESHEETS):
+        text = assets.asset_text(name)
+        for call in ("fetch(", "XMLHttpRequest", "import(", "WebSocket", "sendBeacon", "url(",
+                     "@import", ".src="):  # fmt: skip
+            assert call not in text, (name, call)
+        urls = set(re.findall(r"https?://[^\s\"')]+", text))
+        # the licence banner and the SVG namespace (a name, never loaded)
+        assert urls <= {"https://github.com/leeoniya/uPlot", "http://www.w3.org/2000/svg"}, urls

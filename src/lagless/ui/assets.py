@@ -85,3 +85,12 @@ def finite(value: float | None) -> float | None:
     if value is None or not math.isfinite(value):
         return None
     return float(value)
+
+
+def page(title: str, style: str, body: str) -> str:
+    """A whole static HTML document: ``body`` (HTML) with the chart assets inlined."""
+    return (
+        "<!DOCTYPE html>\n<html lang=en>\n<head>\n<meta charset=utf-8>\n"
+        f"<title>{escape(title)}</title>\n{head()}<style>{style}</style>\n</head>\n<body>\n"
+        f"{body}{scripts()}\n</body>\n</html>\n"
+    )

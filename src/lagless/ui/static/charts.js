@@ -32,8 +32,10 @@
  *                                              kind (MARKER_STYLES or spec.markerStyles)
  *     bands: [{ from, to, kind, label }],      shaded spans (rollouts, warm-up, outside the measured
  *                                              window), styled by kind (BAND_STYLES / spec.bandStyles)
- *     note, height, sync }                     note: a line under the legend; sync: a key shared by
+ *     note, height, sync,                      note: a line under the legend; sync: a key shared by
  *                                              charts whose cursors move together
+ *     markerLabels: true, empty: "no data" }   write each marker's label beside its line; the text
+ *                                              shown when nothing is drawn (no series: markers only)
  *   The legend sits below the plot, outside the canvas (so never on the axis labels): one entry per
  *   series, per marker kind and per band kind present, drawn with SVG swatches (kept in screenshots
  *   and print). Hovering shows the values, markers and bands at the cursor in a readout line.
@@ -98,12 +100,17 @@
     return String(+v.toPrecision(a >= 1 ? 3 : 2));
   }
 
-  function fmtElapsed(s) {
+  // seconds as 45s, 2m10s, 1h5m; `step` (an axis' tick increment) sets the decimals of seconds
+  function fmtElapsed(s, step) {
     if (!isFinite(s)) return "";
     var a = Math.abs(s);
-    if (a < 120) return +s.toFixed(1) + "s";
-    if (a < 7200) return +(s / 60).toPrecision(3) + "m";
-    return +(s / 3600).toPrecision(3) + "h";
+    var digits = step > 0 && step < 1 ? Math.min(3, Math.ceil(-Math.log10(step) - 1e-9)) : 1;
+    if (a < 120) return +s.toFixed(digits) + "s";
+    var sign = s < 0 ? "-" : "";
+    var whole = Math.round(a);
+    var h = Math.floor(whole / 3600), m = Math.floor((whole % 3600) / 60), sec = whole % 60;
+    if (h) return sign + h + "h" + (m ? m + "m" : "");
+    return sign + m + "m" + (sec ? sec + "s" : "");
   }
 
   function fmtX(spec, x) {
@@ -210,7 +217,26 @@
       ctx.lineTo(x, b.top + b.height);
       ctx.stroke();
     });
+    if (spec.markerLabels) drawMarkerLabels(u, spec);
     ctx.restore();
+  }
+
+  // each marker's label beside its line, in three staggered rows (an events chart)
+  function drawMarkerLabels(u, spec) {
+    var ctx = u.ctx, b = u.bbox, px = devicePixelRatio || 1;
+    ctx.setLineDash([]);
+    ctx.font = Math.round(11 * px) + "px system-ui, sans-serif";
+    ctx.textBaseline = "top";
+    (spec.markers || []).forEach(function (m, i) {
+      var x = u.valToPos(m.x, "x", true);
+      if (x < b.left - 1 || x > b.left + b.width + 1) return;
+      var text = String(m.label || m.kind);
+      var w = ctx.measureText(text).width;
+      var right = x + 4 * px + w <= b.left + b.width;
+      ctx.fillStyle = styleOf(MARKER_STYLES, spec.markerStyles, m.kind, "rebalance").color;
+      ctx.textAlign = right ? "left" : "right";
+      ctx.fillText(text, right ? x + 4 * px : x - 4 * px, b.top + (2 + 14 * (i % 3)) * px);
+    });
   }
 
   function drawStrip(u, spec, owners) {
@@ -249,15 +275,15 @@
     u.ctx.font = axis.font ? axis.font[0] : FONT;
     var w = u.ctx.measureText(longest).width / (devicePixelRatio || 1);
     u.ctx.restore();
-    return Math.ceil(w + 14);
+    return Math.max(48, Math.ceil(w + 14));  // at least 48 px: plots of a page line up
   }
 
   function xAxis(spec) {
     return {
       font: FONT, size: 28, gap: 4,
-      values: function (u, splits) { return splits.map(function (s) {
+      values: function (u, splits, axisIdx, space, incr) { return splits.map(function (s) {
         return spec.xKind === "epoch" ? new Date(s * 1000).toISOString().slice(11, 19)
-          : fmtElapsed(s);
+          : fmtElapsed(s, incr);
       }); }
     };
   }
@@ -268,7 +294,7 @@
     var hi = spec.xMax !== undefined && spec.xMax !== null ? spec.xMax : xs[xs.length - 1];
     if (lo === undefined || hi === undefined) { lo = 0; hi = 1; }
     if (hi <= lo) hi = lo + 1;
-    return [lo, hi];
+    return [lo, hi + (hi - lo) * 0.01];  // a little room: a point or marker at the end shows whole
   }
 
   function niceTop(max) {
@@ -309,6 +335,16 @@
     return (spec.series || []).some(function (s) {
       return (s.values || []).some(function (v) { return v !== null && isFinite(v); });
     });
+  }
+
+  // a value with no value beside it draws no line: such a series shows its points
+  function isolated(values) {
+    values = values || [];
+    function has(i) { return values[i] !== null && values[i] !== undefined && isFinite(values[i]); }
+    for (var i = 0; i < values.length; i++) {
+      if (has(i) && !has(i - 1) && !has(i + 1)) return true;
+    }
+    return false;
   }
 
   function readoutText(spec, u, idx) {
@@ -368,16 +404,26 @@
     });
     opts.series = [{}].concat((spec.series || []).map(function (s, i) {
       return { label: s.label, stroke: colors[i], width: s.total ? 2.6 : 1.6, dash: s.dash,
-        spanGaps: false, points: { show: false } };
+        spanGaps: false, points: { show: isolated(s.values), size: 6, fill: colors[i] } };
     }));
     opts.scales.y = { range: function (u, min, max) {
       return [Math.min(0, min || 0), niceTop(max)];
     } };
+    var lines = (spec.series || []).length > 0;
     opts.axes = [xAxis(spec), { font: FONT, label: spec.unit || "", labelSize: 18,
-      labelFont: FONT, size: axisSize, values: function (u, s) { return s.map(fmtNumber); } }];
+      labelFont: FONT, size: lines ? axisSize : 40, grid: { show: lines },
+      values: function (u, s) { return s.map(function (v) { return lines ? fmtNumber(v) : ""; }); }
+    }];
     var data = [spec.x || []].concat((spec.series || []).map(function (s) { return s.values; }));
+    if (!lines) {  // markers only: a hidden series keeps the y scale
+      opts.series.push({ show: false });
+      data.push((spec.x || []).map(function () { return null; }));
+    }
     var plot = new uPlot(opts, data, parts.plot);
-    if (!hasValues(spec)) parts.plot.appendChild(el("div", "lg-empty", "no data"));
+    // no line with a value (or, for a chart of markers only, no marker): say so on the plot
+    if (lines ? !hasValues(spec) : !(spec.markers || []).length) {
+      parts.plot.appendChild(el("div", "lg-empty", spec.empty || "no data"));
+    }
     return { plot: plot, parts: parts };
   }
 
