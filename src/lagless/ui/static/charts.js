@@ -13,6 +13,7 @@
  *                                              holding the spec (what lagless.ui.assets writes)
  *   handle.update(spec)                        redraw with new data (live updates; same type)
  *   handle.destroy()
+ *   handle.uplot() -> the uPlot instance (null for bars): its scales, valToPos, ctx (tests, sync)
  *   handle.layout() -> {plot, xAxis, yAxis, legend}   page-relative boxes {left, top, right, bottom}
  *                                              of the plot area, the axes' label areas and the legend
  *                                              (what the browser tests check for overlaps)
@@ -541,6 +542,7 @@
         spec = next;
         state = kind(root, next);
       },
+      uplot: function () { return state.plot; },
       destroy: function () {
         if (observer) observer.disconnect();
         if (state.plot) state.plot.destroy();
