@@ -27,7 +27,7 @@ from lagless.lab.runner import OVERLAP_NOTE
 from lagless.observe.report import build_report
 from lagless.observe.timeline import RebalanceEvent, Sample
 from lagless.ui import assets
-from lagless.ui.chartspec import Line, bars
+from lagless.ui.chartspec import Axis, Line, bars, timeseries
 from tests.integration.browser import Watched, box, intersects, watched
 from tests.unit.lab_timelines import cooperative_surge, eager_stop_the_world, ev
 
@@ -344,4 +344,37 @@ def test_bar_charts_per_measure(browser: Browser, tmp_path: Path) -> None:
         assert abs(widths[2] / widths[0] - 0.25) < 0.02 and widths[3] == 0
         assert "(lower is better)" in page.locator("#bars-rebalance .lg-title").inner_text()
         assert legend_texts(page, "bars-rebalance") == ["service A", "service B"]
+        check_nothing_ran(w)
+
+
+def test_live_updates_redraw_in_place(browser: Browser, tmp_path: Path) -> None:
+    """What the console does every second: the same chart with new data keeps its uPlot (no
+    flicker); a chart whose series changed is drawn anew; a bad spec is one clear error."""
+    first = timeseries(
+        "live", "lag", "records", [0, 1, 2], [Line("all", [1, 2, 3], total=True)],
+        Axis("epoch"),
+    )  # fmt: skip
+    path = tmp_path / "live.html"
+    path.write_text(assets.page("live", "", assets.chart(first)), encoding="utf-8")
+    with watched(browser, path.as_uri()) as w:
+        page = w.page
+        page.evaluate("window.__first = LaglessCharts.handle('live').uplot()")
+        more = {**first, "x": [0, 1, 2, 3], "series": [{**first["series"][0],
+                "values": [1, 2, 3, 40]}], "markers": [{"x": 2, "kind": "rebalance",
+                "label": f"moved {SCRIPT}"}]}  # fmt: skip
+        page.evaluate("spec => LaglessCharts.handle('live').update(spec)", more)
+        same = page.evaluate("LaglessCharts.handle('live').uplot() === window.__first")
+        assert same is True
+        assert page.evaluate("LaglessCharts.handle('live').uplot().data[1][3]") == 40
+        assert legend_texts(page, "live") == ["all", "rebalance"]
+        other = {**more, "series": [*more["series"], {"label": "p0", "values": [0, 1, 1, 2]}]}
+        page.evaluate("spec => LaglessCharts.handle('live').update(spec)", other)
+        assert page.evaluate("LaglessCharts.handle('live').uplot() !== window.__first")
+        assert legend_texts(page, "live") == ["all", "p0", "rebalance"]
+        assert page.locator("#live .u-wrap").count() == 1  # the old chart is gone
+        error = page.evaluate(
+            "() => { try { LaglessCharts.mount(document.body, {type: 'pie'}); }"
+            " catch (e) { return e.message; } }"
+        )
+        assert error == "lagless charts: unknown chart type pie"
         check_nothing_ran(w)
