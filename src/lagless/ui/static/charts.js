@@ -122,9 +122,12 @@
     return fmtElapsed(x);
   }
 
+  // a kind's style: the spec's, else the module's, else the fallback's drawn under the kind's name
   function styleOf(table, overrides, kind, fallback) {
-    return (overrides && overrides[kind]) || table[kind] || table[fallback] ||
-      { color: "#777777", dash: [], fill: "rgba(120,120,120,0.12)", label: kind };
+    var known = (overrides && overrides[kind]) || table[kind];
+    if (known) return known;
+    var base = table[fallback];
+    return { color: base.color, dash: base.dash, fill: base.fill, label: String(kind) };
   }
 
   function seriesColors(series) {
@@ -162,6 +165,7 @@
   function legendItem(kind, style, label) {
     var item = el("span", "lg-item lg-" + kind);
     item.setAttribute("data-kind", kind);
+    item.setAttribute("role", "listitem");
     item.appendChild(swatch(kind, style));
     item.appendChild(el("span", "lg-label", label));
     return item;
