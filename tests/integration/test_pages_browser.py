@@ -24,11 +24,13 @@ from lagless.lab.model import (
 )
 from lagless.lab.page import render_page, slug
 from lagless.lab.runner import OVERLAP_NOTE
-from lagless.observe.report import build_report
+from lagless.observe.report import PLOT_IDS, build_report
 from lagless.observe.timeline import RebalanceEvent, Sample
 from lagless.ui import assets
 from lagless.ui.chartspec import Axis, Line, bars, timeseries
+from tests.conftest import run_cli
 from tests.integration.browser import Watched, box, intersects, watched
+from tests.integration.test_observe_report import record_run
 from tests.unit.lab_timelines import cooperative_surge, eager_stop_the_world, ev
 
 if TYPE_CHECKING:
@@ -378,3 +380,16 @@ def test_live_updates_redraw_in_place(browser: Browser, tmp_path: Path) -> None:
         )
         assert error == "lagless charts: unknown chart type pie"
         check_nothing_ran(w)
+
+
+def test_report_of_a_recorded_run_in_a_browser(browser: Browser, tmp_path: Path) -> None:
+    """The real path: a Recorder's timeline, `lagless report` (the binary), the page."""
+    run = tmp_path / "run"
+    record_run(run)
+    result = run_cli("report", str(run))
+    assert result.returncode == 0, result.stderr
+    with looked_at(browser, run / "report.html") as page:
+        assert page.locator(".lg-chart").count() == len(PLOT_IDS)
+        markers = legend_texts(page, "plot-rebalances")
+        assert markers == ["partitions assigned"]
+        assert "rebalance callback time, total" in page.locator("#summary").inner_text()
