@@ -18,6 +18,7 @@ from html import escape
 from typing import Any
 
 from lagless.lab.measures import (
+    WARM_UP,
     Point,
     e2e_p99_series,
     improvement,
@@ -30,8 +31,8 @@ from lagless.lab.ownership import overlaps, ownerships
 from lagless.lab.runner import OVERLAP_NOTE
 from lagless.lab.strip import Strip, TriggerMark, render_strip
 from lagless.observe.report import STYLE, fmt
-from lagless.ui import assets
-from lagless.ui.chartspec import OUTSIDE, ROLLOUT, WARM_UP, Axis, Band, Decor, Line, timeseries
+from lagless.ui import assets, chartspec
+from lagless.ui.chartspec import OUTSIDE, ROLLOUT, Axis, Band, Decor, Line, timeseries
 
 TITLE = "lagless rebalance lab"
 EXTRA_STYLE = """
@@ -161,9 +162,9 @@ def bands(data: ScenarioData) -> list[Band]:
     if end < last:
         out.append(Band(end - origin, last - origin, OUTSIDE, "after the cool-down: not measured"))
     out += [
-        Band(w.start - origin, w.end - origin, WARM_UP, w.name)
+        Band(w.start - origin, w.end - origin, chartspec.WARM_UP, w.name)
         for w in data.windows
-        if w.name == "warm-up"
+        if w.name == WARM_UP
     ]
     out += [Band(w.start - origin, w.end - origin, ROLLOUT, w.name) for w in rollouts(data)]
     return out
@@ -173,20 +174,17 @@ def peak_note(data: ScenarioData, records: Sequence[Point]) -> str:
     """Says so when the tallest lag peak lies outside the measured window (the measures leave
     it out)."""
     start, end = measurement_window(data)
+    lo, hi = start - data.run_start, end - data.run_start
     values = [(y, x) for x, y in records if y is not None]
     if not values:
         return ""
     top, at = max(values)
-    if start - data.run_start <= at <= end - data.run_start:
+    if lo <= at <= hi:
         return ""
-    inside = [
-        y
-        for x, y in records
-        if y is not None and start - data.run_start <= x <= end - data.run_start
-    ]
+    inside = max((y for y, x in values if lo <= x <= hi), default=0.0)
     return (
         f"The tallest peak ({fmt(top)} records at {at:.0f} s) lies outside the measured window "
-        f"(shaded grey): the measures leave it out (max lag inside: {fmt(max(inside, default=0))})."
+        f"(shaded grey): the measures leave it out (max lag inside: {fmt(inside)})."
     )
 
 
