@@ -298,8 +298,7 @@ def charts(samples: Sequence[Sample]) -> list[dict[str, object]]:
                  Line("batch", [s.batch_seconds or None for s in samples]))]
           if any(s.batches for s in samples) else []),
         timeseries("plot-rebalances", "Rebalance events", "", xs, (), axis,
-                   Decor(markers=marks, marker_labels=True), height=120)
-        | {"empty": "no rebalances"},
+                   Decor(marks, marker_labels=True, empty="no rebalances"), height=120),
     ]  # fmt: skip
 
 
