@@ -220,7 +220,8 @@ def context(samples: Sequence[Sample], settings: Mapping[str, object]) -> dict[s
     if age > 0:
         notes[E2E_P50] = (
             f"e2e counts from each record's timestamp: the oldest record waiting when the run "
-            f"began was already {fmt(age, ' s')} old (the backlog's age)"
+            f"began was already {fmt(age, ' s')} old (the backlog's age), and every e2e figure "
+            "here includes that wait"
         )
     bound = in_flight_context(settings)
     if bound:
