@@ -271,10 +271,11 @@ def charts(samples: Sequence[Sample]) -> list[dict[str, object]]:
     xs = [s.ts - t0 for s in samples]
     axis = Axis(start=chart_start(samples), end=max(xs[-1], 1.0))
     marks = [Marker(t.at, t.event.kind, t.label) for t in events(samples)]
-    decor = Decor(markers=marks)
 
     def chart(chart_id: str, title: str, unit: str, *lines: Line) -> dict[str, object]:
-        return timeseries(chart_id, title, unit, xs, lines, axis, decor)
+        missing = [line.label for line in lines if all(v is None for v in line.values)]
+        note = f"Not measured in this run: {', '.join(missing)}." if missing else ""
+        return timeseries(chart_id, title, unit, xs, lines, axis, Decor(marks, note=note))
 
     return [
         chart("plot-throughput", "Input rate (end offsets) and processed rate", "records/s",
