@@ -1,6 +1,7 @@
 """The chart assets (vendored uPlot + ``charts.js``) and their inlining into a static HTML page.
 
-The live console serves the files of ``lagless/ui/static/`` (:func:`asset_bytes`); a static page
+The live console serves the files of ``lagless/ui/static/`` (:func:`asset_bytes`) and links them
+(:func:`linked`); a static page
 (the run report, the lab's page) inlines them (:func:`head`, :func:`scripts`) so that it works
 offline as one file. A chart is an element naming a JSON spec (:func:`chart`); the page's last
 script mounts them all (``LaglessCharts.mountAll``). The spec format is documented at the top of
@@ -56,6 +57,13 @@ def scripts() -> str:
     return code + _inline_script("LaglessCharts.mountAll(document);")
 
 
+def linked(prefix: str = "/static/") -> str:
+    """For a served page (the console): the stylesheets and scripts as links under ``prefix``,
+    where the server answers :func:`asset_bytes` of each name. The page mounts its charts."""
+    links = "".join(f'<link rel=stylesheet href="{escape(prefix + n)}">' for n in STYLESHEETS)
+    return links + "".join(f'<script src="{escape(prefix + n)}"></script>' for n in SCRIPTS)
+
+
 def json_for_script(value: Any) -> str:
     """JSON safe inside a ``<script type="application/json">`` element: ``<``, ``>`` and ``&``
     escaped (so a name holding ``</script>`` cannot end it), no NaN (JSON has none: null)."""
@@ -85,3 +93,12 @@ def finite(value: float | None) -> float | None:
     if value is None or not math.isfinite(value):
         return None
     return float(value)
+
+
+def page(title: str, style: str, body: str) -> str:
+    """A whole static HTML document: ``body`` (HTML) with the chart assets inlined."""
+    return (
+        "<!DOCTYPE html>\n<html lang=en>\n<head>\n<meta charset=utf-8>\n"
+        f"<title>{escape(title)}</title>\n{head()}<style>{style}</style>\n</head>\n<body>\n"
+        f"{body}{scripts()}\n</body>\n</html>\n"
+    )

@@ -11,8 +11,10 @@
  *   LaglessCharts.mountAll(root = document)    mount every `[data-lg-spec]` element of `root`: the
  *                                              attribute names a script element (type application/json)
  *                                              holding the spec (what lagless.ui.assets writes)
- *   handle.update(spec)                        redraw with new data (live updates; same type)
+ *   handle.update(spec)                        new data: in place (same uPlot, no flicker) when the
+ *                                              series, unit and axis kind are the same, else anew
  *   handle.destroy()
+ *   handle.uplot() -> the uPlot instance (null for bars): its scales, valToPos, ctx (tests, sync)
  *   handle.layout() -> {plot, xAxis, yAxis, legend}   page-relative boxes {left, top, right, bottom}
  *                                              of the plot area, the axes' label areas and the legend
  *                                              (what the browser tests check for overlaps)
@@ -32,8 +34,10 @@
  *                                              kind (MARKER_STYLES or spec.markerStyles)
  *     bands: [{ from, to, kind, label }],      shaded spans (rollouts, warm-up, outside the measured
  *                                              window), styled by kind (BAND_STYLES / spec.bandStyles)
- *     note, height, sync }                     note: a line under the legend; sync: a key shared by
+ *     note, height, sync,                      note: a line under the legend; sync: a key shared by
  *                                              charts whose cursors move together
+ *     markerLabels: true, empty: "no data" }   write each marker's label beside its line; the text
+ *                                              shown when nothing is drawn (no series: markers only)
  *   The legend sits below the plot, outside the canvas (so never on the axis labels): one entry per
  *   series, per marker kind and per band kind present, drawn with SVG swatches (kept in screenshots
  *   and print). Hovering shows the values, markers and bands at the cursor in a readout line.
@@ -98,12 +102,17 @@
     return String(+v.toPrecision(a >= 1 ? 3 : 2));
   }
 
-  function fmtElapsed(s) {
+  // seconds as 45s, 2m10s, 1h5m; `step` (an axis' tick increment) sets the decimals of seconds
+  function fmtElapsed(s, step) {
     if (!isFinite(s)) return "";
     var a = Math.abs(s);
-    if (a < 120) return +s.toFixed(1) + "s";
-    if (a < 7200) return +(s / 60).toPrecision(3) + "m";
-    return +(s / 3600).toPrecision(3) + "h";
+    var digits = step > 0 && step < 1 ? Math.min(3, Math.ceil(-Math.log10(step) - 1e-9)) : 1;
+    if (a < 120) return +s.toFixed(digits) + "s";
+    var sign = s < 0 ? "-" : "";
+    var whole = Math.round(a);
+    var h = Math.floor(whole / 3600), m = Math.floor((whole % 3600) / 60), sec = whole % 60;
+    if (h) return sign + h + "h" + (m ? m + "m" : "");
+    return sign + m + "m" + (sec ? sec + "s" : "");
   }
 
   function fmtX(spec, x) {
@@ -113,9 +122,12 @@
     return fmtElapsed(x);
   }
 
+  // a kind's style: the spec's, else the module's, else the fallback's drawn under the kind's name
   function styleOf(table, overrides, kind, fallback) {
-    return (overrides && overrides[kind]) || table[kind] || table[fallback] ||
-      { color: "#777777", dash: [], fill: "rgba(120,120,120,0.12)", label: kind };
+    var known = (overrides && overrides[kind]) || table[kind];
+    if (known) return known;
+    var base = table[fallback];
+    return { color: base.color, dash: base.dash, fill: base.fill, label: String(kind) };
   }
 
   function seriesColors(series) {
@@ -153,6 +165,7 @@
   function legendItem(kind, style, label) {
     var item = el("span", "lg-item lg-" + kind);
     item.setAttribute("data-kind", kind);
+    item.setAttribute("role", "listitem");
     item.appendChild(swatch(kind, style));
     item.appendChild(el("span", "lg-label", label));
     return item;
@@ -210,7 +223,26 @@
       ctx.lineTo(x, b.top + b.height);
       ctx.stroke();
     });
+    if (spec.markerLabels) drawMarkerLabels(u, spec);
     ctx.restore();
+  }
+
+  // each marker's label beside its line, in three staggered rows (an events chart)
+  function drawMarkerLabels(u, spec) {
+    var ctx = u.ctx, b = u.bbox, px = devicePixelRatio || 1;
+    ctx.setLineDash([]);
+    ctx.font = Math.round(11 * px) + "px system-ui, sans-serif";
+    ctx.textBaseline = "top";
+    (spec.markers || []).forEach(function (m, i) {
+      var x = u.valToPos(m.x, "x", true);
+      if (x < b.left - 1 || x > b.left + b.width + 1) return;
+      var text = String(m.label || m.kind);
+      var w = ctx.measureText(text).width;
+      var right = x + 4 * px + w <= b.left + b.width;
+      ctx.fillStyle = styleOf(MARKER_STYLES, spec.markerStyles, m.kind, "rebalance").color;
+      ctx.textAlign = right ? "left" : "right";
+      ctx.fillText(text, right ? x + 4 * px : x - 4 * px, b.top + (2 + 14 * (i % 3)) * px);
+    });
   }
 
   function drawStrip(u, spec, owners) {
@@ -249,15 +281,15 @@
     u.ctx.font = axis.font ? axis.font[0] : FONT;
     var w = u.ctx.measureText(longest).width / (devicePixelRatio || 1);
     u.ctx.restore();
-    return Math.ceil(w + 14);
+    return Math.max(48, Math.ceil(w + 14));  // at least 48 px: plots of a page line up
   }
 
   function xAxis(spec) {
     return {
       font: FONT, size: 28, gap: 4,
-      values: function (u, splits) { return splits.map(function (s) {
+      values: function (u, splits, axisIdx, space, incr) { return splits.map(function (s) {
         return spec.xKind === "epoch" ? new Date(s * 1000).toISOString().slice(11, 19)
-          : fmtElapsed(s);
+          : fmtElapsed(s, incr);
       }); }
     };
   }
@@ -268,7 +300,7 @@
     var hi = spec.xMax !== undefined && spec.xMax !== null ? spec.xMax : xs[xs.length - 1];
     if (lo === undefined || hi === undefined) { lo = 0; hi = 1; }
     if (hi <= lo) hi = lo + 1;
-    return [lo, hi];
+    return [lo, hi + (hi - lo) * 0.01];  // a little room: a point or marker at the end shows whole
   }
 
   function niceTop(max) {
@@ -297,7 +329,8 @@
     root.appendChild(parts.plot);
     root.appendChild(parts.readout);
     root.appendChild(parts.legend);
-    if (spec.note) root.appendChild(parts.note);
+    root.appendChild(parts.note);
+    parts.note.hidden = !spec.note;
     return parts;
   }
 
@@ -309,6 +342,16 @@
     return (spec.series || []).some(function (s) {
       return (s.values || []).some(function (v) { return v !== null && isFinite(v); });
     });
+  }
+
+  // a value with no value beside it draws no line: such a series shows its points
+  function isolated(values) {
+    values = values || [];
+    function has(i) { return values[i] !== null && values[i] !== undefined && isFinite(values[i]); }
+    for (var i = 0; i < values.length; i++) {
+      if (has(i) && !has(i - 1) && !has(i + 1)) return true;
+    }
+    return false;
   }
 
   function readoutText(spec, u, idx) {
@@ -344,41 +387,88 @@
     return parts.join(" \u00b7 ");
   }
 
-  function baseOpts(spec, root, hooks) {
-    var range = xRange(spec);
+  // `cur.spec` is read at every draw: an update in place swaps it and redraws
+  function baseOpts(cur, root, hooks) {
+    var spec = cur.spec;
     return {
       width: width(root),
       height: spec.height || 220,
       legend: { show: false },
       cursor: spec.sync ? { sync: { key: spec.sync }, drag: { x: false, y: false } }
         : { drag: { x: false, y: false } },
-      scales: { x: { time: false, range: function () { return range; } } },
+      scales: { x: { time: false, range: function () { return xRange(cur.spec); } } },
       hooks: hooks
     };
   }
 
+  function showEmpty(parts, text) {
+    var old = parts.plot.querySelector(".lg-empty");
+    if (old) old.remove();
+    if (text) parts.plot.appendChild(el("div", "lg-empty", text));
+  }
+
+  function showNote(parts, note) {
+    parts.note.textContent = note || "";
+    parts.note.hidden = !note;
+  }
+
+  // what a chart must keep to be updated in place (else it is drawn anew)
+  function shape(spec) {
+    return JSON.stringify([spec.type || "timeseries", spec.xKind, spec.unit, spec.height,
+      spec.markerLabels, (spec.series || []).map(function (s) {
+        return [s.label, !!s.total, s.color || "", s.dash || []];
+      })]);
+  }
+
   function timeseries(root, spec) {
+    var cur = { spec: spec };
     var parts = frame(root, spec);
     var colors = seriesColors(spec.series || []);
-    legendEntries(spec, parts.legend, colors);
-    var opts = baseOpts(spec, root, {
-      drawClear: [function (u) { drawBands(u, spec); }],
-      draw: [function (u) { drawMarkers(u, spec); }],
-      setCursor: [function (u) { parts.readout.textContent = readoutText(spec, u, u.cursor.idx); }]
+    var lines = (spec.series || []).length > 0;
+    var opts = baseOpts(cur, root, {
+      drawClear: [function (u) { drawBands(u, cur.spec); }],
+      draw: [function (u) { drawMarkers(u, cur.spec); }],
+      setCursor: [function (u) {
+        parts.readout.textContent = readoutText(cur.spec, u, u.cursor.idx);
+      }]
     });
     opts.series = [{}].concat((spec.series || []).map(function (s, i) {
       return { label: s.label, stroke: colors[i], width: s.total ? 2.6 : 1.6, dash: s.dash,
-        spanGaps: false, points: { show: false } };
+        spanGaps: false, points: { show: function () {
+          return isolated((cur.spec.series[i] || {}).values);
+        }, size: 6, fill: colors[i] } };
     }));
+    if (!lines) opts.series.push({ show: false });  // markers only: keeps the y scale
     opts.scales.y = { range: function (u, min, max) {
       return [Math.min(0, min || 0), niceTop(max)];
     } };
     opts.axes = [xAxis(spec), { font: FONT, label: spec.unit || "", labelSize: 18,
-      labelFont: FONT, size: axisSize, values: function (u, s) { return s.map(fmtNumber); } }];
-    var data = [spec.x || []].concat((spec.series || []).map(function (s) { return s.values; }));
-    var plot = new uPlot(opts, data, parts.plot);
-    if (!hasValues(spec)) parts.plot.appendChild(el("div", "lg-empty", "no data"));
-    return { plot: plot, parts: parts };
+      labelFont: FONT, size: lines ? axisSize : 48, grid: { show: lines }, ticks: { show: lines },
+      values: function (u, s) { return s.map(function (v) { return lines ? fmtNumber(v) : ""; }); }
+    }];
+    function data(sp) {
+      var xs = sp.x || [];
+      return [xs].concat(lines ? sp.series.map(function (s) { return s.values; })
+        : [xs.map(function () { return null; })]);
+    }
+    function show(sp) {
+      parts.title.textContent = sp.title || "";
+      while (parts.legend.firstChild) parts.legend.removeChild(parts.legend.firstChild);
+      legendEntries(sp, parts.legend, colors);
+      showNote(parts, sp.note);
+      // no line with a value (or, for a chart of markers only, no marker): say so on the plot
+      var empty = lines ? !hasValues(sp) : !(sp.markers || []).length;
+      showEmpty(parts, empty ? sp.empty || "no data" : "");
+    }
+    show(spec);
+    var plot = new uPlot(opts, data(spec), parts.plot);
+    return { plot: plot, parts: parts, refresh: function (next) {
+      if (shape(next) !== shape(cur.spec)) return false;
+      cur.spec = next;
+      show(next);
+      plot.setData(data(next));
+      return true;
+    } };
   }
 
   function strip(root, spec) {
@@ -400,7 +490,7 @@
     var n = Math.max(spec.partitions || 0, 1);
     var labels = spec.rows || Array.from({ length: n }, function (_, p) { return "p" + p; });
     var every = Math.max(1, Math.ceil(n / 24));
-    var opts = baseOpts(spec, root, {
+    var opts = baseOpts({ spec: spec }, root, {
       drawClear: [function (u) { drawBands(u, spec); }],
       draw: [function (u) { drawStrip(u, spec, owners); drawMarkers(u, spec); }],
       setCursor: [function (u) { parts.readout.textContent = stripReadout(spec, u); }]
@@ -491,10 +581,17 @@
     }
     return {
       update: function (next) {
+        if (state.refresh && (next.type || "timeseries") === (spec.type || "timeseries") &&
+            state.refresh(next)) {
+          spec = next;
+          return;
+        }
         if (state.plot) state.plot.destroy();
         spec = next;
+        kind = KINDS[next.type || "timeseries"];
         state = kind(root, next);
       },
+      uplot: function () { return state.plot; },
       destroy: function () {
         if (observer) observer.disconnect();
         if (state.plot) state.plot.destroy();
