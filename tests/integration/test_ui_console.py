@@ -8,7 +8,7 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pytest
@@ -16,20 +16,21 @@ import pytest
 from lagless.broker.embedded import free_port
 from lagless.kafka.offsets import topic_ranges
 from tests.conftest import Cluster
+from tests.integration.browser import watched
 from tests.integration.ui_helpers import (
     Proc,
     api,
-    browser,
-    chromium_path,
     console,
     env_for,
     poll,
     request,
-    watched_page,
 )
 
 PARTITIONS = 4
 
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 pytestmark = pytest.mark.integration
 
@@ -50,9 +51,12 @@ def owners(doc: dict[str, Any]) -> dict[tuple[str, int], list[str]]:
 
 @pytest.mark.slow
 def test_console_follows_a_group_through_a_restart_and_a_kill(
-    cluster: Cluster, make_topic: Callable[..., str], group: str, tmp_path: Path
+    cluster: Cluster,
+    make_topic: Callable[..., str],
+    group: str,
+    tmp_path: Path,
+    browser: Browser,
 ) -> None:
-    chromium_path()  # skips with the reason before anything starts when there is no browser
     topic = make_topic(PARTITIONS)
     home = tmp_path / "home"
     env = env_for(home, cluster.bootstrap)
@@ -93,9 +97,9 @@ def test_console_follows_a_group_through_a_restart_and_a_kill(
         assert rebalances[0]["moved"] >= 1 and rebalances[0]["duration_s"] is not None
 
         # the page: lag chart, a rebalance marker and both members in the strip, the tables
-        with browser() as b:
-            page, problems = watched_page(b)
-            page.goto(base.rstrip("/") + "/group/" + quote(group, safe=""))
+        url = base.rstrip("/") + "/group/" + quote(group, safe="")
+        with watched(browser, url, allowed=(base,)) as w:
+            page = w.page
             page.wait_for_function(
                 f"document.querySelectorAll('#partitions tbody tr').length === {PARTITIONS}"
             )
@@ -105,12 +109,12 @@ def test_console_follows_a_group_through_a_restart_and_a_kill(
                  "both members in the strip")  # fmt: skip
             assert "rebalance" in page.inner_text("#chart-lag"), legend
             assert page.locator("#rebalances tbody tr").count() >= 1
-            shown = page.inner_text("#partitions tbody")
-            assert "c1" in shown and "c2" in shown
+            cells = page.inner_text("#partitions tbody")
+            assert "c1" in cells and "c2" in cells
             shot = Path("out") / "test-artefacts" / "ui-group-page.png"
             shot.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(shot), full_page=True)
-            assert problems == []
+            assert w.problems() == []
 
         # the producer ends and the group catches up: lag rose and fell, ends are the broker's
         assert producer.proc.wait(120) == 0, producer.err()

@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlencode
 
 import pytest
@@ -20,14 +21,12 @@ from lagless.broker.embedded import EmbeddedBroker, free_port
 from lagless.kafka.admin import alter_committed_offsets, committed_offsets
 from tests.conftest import LAGLESS, Cluster
 from tests.integration import ui_helpers
+from tests.integration.browser import watched
 from tests.integration.ui_helpers import (
     api,
-    browser,
-    chromium_path,
     console,
     poll,
     request,
-    watched_page,
 )
 
 HOSTILE_GROUP = "<img src=x onerror=alert(1)>"  # no '/': Tansu truncates listed ids at '/'
@@ -35,13 +34,15 @@ HOSTILE_VALUE = b"<script>alert(2)</script>\x00\xff"
 TOKEN = "a-long-enough-test-token-0123456789"
 
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
 pytestmark = pytest.mark.integration
 
 
 def test_script_in_group_ids_and_records_is_shown_as_text(
-    cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+    cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path, browser: Browser
 ) -> None:
-    chromium_path()
     topic = make_topic(1)
     producer = Producer(cluster.conf)
     producer.produce(topic, HOSTILE_VALUE, key=b"<svg onload=alert(3)>",
@@ -58,9 +59,8 @@ def test_script_in_group_ids_and_records_is_shown_as_text(
         names = [g["group"] for g in api(base, "/api/groups?limit=1000")]
         assert names.count(group) == 1 and not any("%3C" in n and str(os.getpid()) in n
                                                   for n in names)  # fmt: skip
-        with browser() as b:
-            page, problems = watched_page(b)
-            page.goto(base)
+        with watched(browser, base, allowed=(base,)) as w:
+            page = w.page
             page.wait_for_selector("#groups tbody tr")
             poll(lambda: group in page.inner_text("#groups"), 10, "the id as text", every=0.3)
             page.goto(base.rstrip("/") + "/group/" + quote(group, safe=""))
@@ -72,7 +72,7 @@ def test_script_in_group_ids_and_records_is_shown_as_text(
             assert "h<b>=<img src=y onerror=alert(4)>" in records
             assert page.locator("img").count() == 0 and page.locator("svg[onload]").count() == 0
             page.wait_for_timeout(1500)  # a poll or two of the live updates
-            assert problems == []
+            assert w.problems() == []
 
 
 def test_off_loopback_needs_a_token(cluster: Cluster, tmp_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_off_loopback_needs_a_token(cluster: Cluster, tmp_path: Path) -> None:
 
 
 def test_token_login_and_read_only(
-    cluster: Cluster, make_topic: Callable[..., str], group: str, tmp_path: Path
+    cluster: Cluster, make_topic: Callable[..., str], group: str, tmp_path: Path, browser: Browser
 ) -> None:
     topic = make_topic(1)
     alter_committed_offsets(cluster.conf, group, {(topic, 0): 0})
@@ -114,16 +114,13 @@ def test_token_login_and_read_only(
         status, body, _ = request(url, "POST", form.encode(), headers)
         assert status == 403 and "read-only" in json.dumps(body)
         assert committed_offsets(cluster.conf, group) == {(topic, 0): 0}
-        if chromium_path():
-            with browser() as b:
-                pg, problems = watched_page(b)
-                reply = pg.goto(base)
-                assert reply is not None and reply.status == 401
-                pg.fill("input[name=token]", TOKEN)
-                pg.click("button")
-                pg.wait_for_selector("#groups")
-                assert "lagless ui" in pg.inner_text("header")
-                assert [p for p in problems if "401" not in p] == []
+        with watched(browser, base, allowed=(base,)) as w:
+            assert "token" in w.page.inner_text("form")  # the login form, answered 401
+            w.page.fill("input[name=token]", TOKEN)
+            w.page.click("button")
+            w.page.wait_for_selector("#groups")
+            assert "lagless ui" in w.page.inner_text("header")
+            assert [p for p in w.problems() if "401" not in p] == []
 
 
 def test_writes_need_allow_writes_csrf_and_a_confirmation(
@@ -153,16 +150,14 @@ def test_writes_need_allow_writes_csrf_and_a_confirmation(
 
 
 @pytest.mark.slow
-def test_frozen_broker_shows_unreachable_and_recovers(tmp_path: Path) -> None:
-    chromium_path()
+def test_frozen_broker_shows_unreachable_and_recovers(tmp_path: Path, browser: Browser) -> None:
     broker = EmbeddedBroker(tmp_path / "broker")
     state = broker.start(port=free_port())
     try:
         with console(tmp_path / "home", state.bootstrap, tmp_path) as (base, _ui):
             poll(lambda: api(base, "/api/cluster")["up"], 30, "the cluster up")
-            with browser() as b:
-                page, _problems = watched_page(b)
-                page.goto(base)
+            with watched(browser, base, allowed=(base,)) as w:
+                page = w.page
                 os.kill(state.pid, signal.SIGSTOP)
                 try:
                     down = poll(lambda: (c := api(base, "/api/cluster"))["up"] is False and c,

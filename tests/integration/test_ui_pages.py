@@ -7,17 +7,22 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from confluent_kafka import Producer
 
 from tests.conftest import Cluster
-from tests.integration.ui_helpers import browser, chromium_path, console, watched_page
+from tests.integration.browser import watched
+from tests.integration.ui_helpers import console
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 pytestmark = pytest.mark.integration
 
 
-def dead_letter(error_class: str, offset: int) -> list[tuple[str, bytes]]:
+def dead_letter(error_class: str, offset: int) -> list[tuple[str, str | bytes | None]]:
     return [
         ("lagless-dlq-error-class", error_class.encode()),
         ("lagless-dlq-error", b"bad amount <img src=x onerror=alert(1)>"),
@@ -27,9 +32,8 @@ def dead_letter(error_class: str, offset: int) -> list[tuple[str, bytes]]:
 
 
 def test_lab_and_dead_letter_pages(
-    cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+    cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path, browser: Browser
 ) -> None:
-    chromium_path()
     dlq = make_topic(1)
     producer = Producer(cluster.conf)
     for i in range(6):
@@ -47,10 +51,9 @@ def test_lab_and_dead_letter_pages(
     args = ("--lab-dir", str(lab))
     with (
         console(tmp_path / "home", cluster.bootstrap, tmp_path, *args) as (base, _ui),
-        browser() as b,
+        watched(browser, base.rstrip("/") + "/lab", allowed=(base,)) as w,
     ):
-        page, problems = watched_page(b)
-        page.goto(base.rstrip("/") + "/lab")
+        page = w.page
         runs = page.inner_text("#lab-runs")
         assert "20260101-000000" in runs and "done" in runs and "running" in runs
         progress = page.inner_text("#lab-progress")
@@ -63,4 +66,4 @@ def test_lab_and_dead_letter_pages(
         letters = page.inner_text("#dlq-letters")
         assert "bad amount <img src=x onerror=alert(1)>" in letters and "orders[2]@105" in letters
         assert page.locator("img").count() == 0 and page.locator("main b").count() == 0
-        assert problems == []
+        assert w.problems() == []

@@ -1,11 +1,10 @@
 """Helpers of the console's tests: start ``lagless ui`` and ``lagless consume`` as processes,
-read the API, drive Chromium through Playwright (skipped with the reason where missing)."""
+read the API (pages in Chromium: tests/integration/browser.py)."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,10 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 LAGLESS = str(Path(sys.executable).parent / "lagless")
-CHROMIUM = "/usr/bin/chromium"
 
 
 def env_for(home: Path, bootstrap: str) -> dict[str, str]:
@@ -106,37 +102,3 @@ def console(home: Path, bootstrap: str, out: Path, *args: str) -> Iterator[tuple
         yield wait_url(proc), proc
     finally:
         proc.stop()
-
-
-def chromium_path() -> str:
-    if shutil.which(CHROMIUM) is None and shutil.which("chromium") is None:
-        pytest.skip("Chromium is not installed (make test installs it where it can)")
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
-    return CHROMIUM if Path(CHROMIUM).exists() else str(shutil.which("chromium"))
-
-
-@contextmanager
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    path = chromium_path()
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=path, args=["--no-sandbox"])
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-def watched_page(b: Any) -> tuple[Any, list[str]]:
-    """A page whose dialogs and console errors are recorded in the returned list."""
-    page = b.new_page(viewport={"width": 1400, "height": 1000})
-    problems: list[str] = []
-    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
-            if m.type in ("error", "warning") else None)  # fmt: skip
-    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-    return page, problems
