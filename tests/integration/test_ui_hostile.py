@@ -147,6 +147,12 @@ def test_writes_need_allow_writes_csrf_and_a_confirmation(
         done = request(url, "POST", confirmed.encode())
         assert done[0] == 200, done[1]
         assert committed_offsets(cluster.conf, group) == {(topic, 0): 5}
+        # a group deleted (confirmed) disappears from the console at the next cycle
+        gone = base.rstrip("/") + f"/group/{quote(group, safe='')}/delete"
+        request(gone, "POST", urlencode({"csrf": csrf.group(1), "confirm": "yes"}).encode())
+        poll(lambda: request(base.rstrip("/") + f"/api/groups/{group}")[0] == 404, 30,
+             "the deleted group gone from the API")  # fmt: skip
+        assert group not in {g["group"] for g in api(base, "/api/groups?limit=1000")}
 
 
 @pytest.mark.slow
