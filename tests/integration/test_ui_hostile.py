@@ -87,6 +87,12 @@ def test_off_loopback_needs_a_token(cluster: Cluster, tmp_path: Path) -> None:
     short = subprocess.run([LAGLESS, "ui", "--token", "short", "--port", "0"], env=env,
                            capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert short.returncode == 2 and "at least 16 characters" in short.stderr
+    by_env = subprocess.run([LAGLESS, "ui", "--host", "0.0.0.0", "--port", "0"],
+                            env={**env, "LAGLESS_UI_TOKEN": "short"}, capture_output=True,
+                            text=True, timeout=60, check=False)  # fmt: skip
+    assert by_env.returncode == 2 and by_env.stderr.strip().splitlines() == [
+        "lagless: error: --token must be at least 16 characters"
+    ]  # the variable is read, and is no unknown setting
 
 
 def test_token_login_and_read_only(
