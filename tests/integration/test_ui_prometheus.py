@@ -73,6 +73,9 @@ def test_prometheus_scrapes_every_groups_lag(
             assert float(up[0]["value"][1]) == 1.0
             assert query(port, f'lagless_group_lag_seconds{{group="{group}",partition="0"}}')
             assert api(base, "/api/cluster")["up"]
+            ranked = [g["lag"] for g in api(base, "/api/groups?sort=lag&dir=desc&limit=1000")]
+            assert ranked == sorted(ranked, reverse=True) and ranked[0] >= 3
+            assert request(base.rstrip("/") + "/api/groups?sort=nope")[0] == 400
         finally:
             prom.terminate()
             prom.wait(30)

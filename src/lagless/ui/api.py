@@ -1,8 +1,8 @@
 """The console's JSON API (docs/ui.md): the same data the pages show.
 
-* ``GET /api/groups?offset=&limit=`` -> ``[{group, state, protocol, members, lag, lag_s,
-  status}]`` (``lag`` committed lag summed over partitions, ``lag_s`` the largest lag in
-  seconds; the total count in the ``X-Total-Count`` header);
+* ``GET /api/groups?offset=&limit=[&lagging=1][&sort=KEY&dir=desc]`` -> ``[{group, state,
+  protocol, members, lag, lag_s, status}]`` (``lag`` committed lag summed over partitions,
+  ``lag_s`` the largest lag in seconds; the total count in the ``X-Total-Count`` header);
 * ``GET /api/groups/{group}`` (the id percent-encoded) -> the group with ``partitions`` and
   ``rebalances``;
 * ``GET /api/groups/{group}/series?since=ISO&until=ISO[&partitions=1]`` -> ``[{t, lag, lag_s}]``;
@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +23,16 @@ from lagless.ui.model import GroupSample, Snapshot
 DEFAULT_RANGE_S = 900.0
 TREND_S = 60.0
 PEAK_AFTER_S = 30.0
+STATUS_ORDER = {"OK": 0, "WARN": 1, "STALL": 2, "STOP": 3}
+SORTABLE: dict[str, Callable[[GroupSample], Any]] = {
+    "group": lambda g: g.group,
+    "state": lambda g: g.state,
+    "members": lambda g: g.members,
+    "protocol": lambda g: g.protocol,
+    "lag": lambda g: g.lag,
+    "lag_s": lambda g: g.lag_s,
+    "status": lambda g: STATUS_ORDER.get(g.status, 0),
+}
 
 
 def iso(t: float | None) -> str | None:
@@ -87,6 +97,11 @@ def groups(console: Console, query: Mapping[str, str]) -> tuple[list[dict[str, A
     rows = list(snap.groups)
     if query.get("lagging") in ("1", "true"):
         rows = [g for g in rows if g.lag > 0]
+    key = query.get("sort")
+    if key:
+        if key not in SORTABLE:
+            raise ConfigError(f"sort={key!r}: choose {', '.join(sorted(SORTABLE))}")
+        rows.sort(key=SORTABLE[key], reverse=query.get("dir") == "desc")
     page = rows[offset : offset + limit]
     found = trends(console, Snapshot(snap.t, snap.up, tuple(page)))
     return [group_row(g, found[g.group]) for g in page], len(rows)

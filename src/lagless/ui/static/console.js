@@ -6,6 +6,8 @@
   var state = JSON.parse(document.getElementById("state").textContent);
   var every = Math.max(500, (state.interval || 1) * 1000);
   var sort = { table: null, key: null, dir: 1 };
+  // sorted by the server across pages; the other columns sort the rows of the page
+  var SERVER_SORTED = ["group", "state", "members", "protocol", "lag", "lag_s", "status"];
 
   function get(url, done) {
     var xhr = new XMLHttpRequest();
@@ -114,6 +116,9 @@
     function poll() {
       var q = "/api/groups?offset=" + (state.offset || 0) + "&limit=" + (state.limit || 100) +
         (only && only.checked ? "&lagging=1" : "");
+      if (sort.table === "groups" && SERVER_SORTED.indexOf(sort.key) >= 0) {
+        q += "&sort=" + sort.key + (sort.dir < 0 ? "&dir=desc" : "");
+      }
       get(q, function (rows, xhr) {
         groups = rows;
         text("groups-count", xhr.getResponseHeader("X-Total-Count"));
@@ -122,7 +127,7 @@
       get("/api/topics", function (rows) { topics = rows; draw(); });
     }
     if (only) only.addEventListener("change", poll);
-    sortable("groups", draw);
+    sortable("groups", function () { draw(); poll(); });
     sortable("topics", draw);
     return poll;
   }
