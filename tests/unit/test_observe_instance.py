@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from lagless.observe.instance import (
@@ -52,3 +53,32 @@ def test_an_unwritable_state_directory_is_no_error(tmp_path: Path) -> None:
     blocker.write_text("")
     with Publisher(StatusBoard("g", "c1"), blocker) as publisher:  # a file, not a directory
         assert not publisher.path.exists()
+
+
+@dataclass(frozen=True)
+class EnginePartition:  # the shape of lagless.engine's PartitionStatus
+    topic: str
+    partition: int
+    epoch: int
+    assigned_at: float
+    position: int | None
+    first_unfinished: int | None
+    in_flight: int
+    paused: bool
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    partitions: tuple[EnginePartition, ...]
+    in_flight: int
+
+
+def test_a_board_can_follow_an_engines_status() -> None:
+    board = StatusBoard("g", "c1")
+    board.follow(lambda: EngineStatus((EnginePartition("t", 1, 2, 1234.5, 7, 6, 1, True),), 1))
+    doc = board.to_json()
+    assert doc["paused"] == 1 and doc["in_flight"] == 1
+    assert doc["partitions"] == [{
+        "topic": "t", "partition": 1, "generation": 2, "position": 7, "first_unfinished": 6,
+        "end": None, "in_flight": 1, "paused": True, "since": 1234.5,
+    }]  # fmt: skip

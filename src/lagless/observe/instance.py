@@ -28,6 +28,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -71,19 +72,49 @@ class StatusBoard:
         self._in_flight = 0
         self._paused = 0
         self._updated = time.time()
+        self._source: Callable[[], Any] | None = None
 
-    def post(self, partitions: list[PartitionView], in_flight: int, paused: int) -> None:
-        """The engine's current partitions (called from its poll thread)."""
+    def post(
+        self,
+        partitions: list[PartitionView],
+        in_flight: int,
+        paused: int,
+        since: dict[tuple[str, int, int], float] | None = None,
+    ) -> None:
+        """The engine's current partitions (pushed from its poll thread, or pulled by
+        :meth:`follow`); ``since``: when each (topic, partition, generation) was assigned, when
+        the engine knows (else the first post that showed it)."""
         now = time.time()
         with self._lock:
             keys = {(p.topic, p.partition, p.generation) for p in partitions}
-            self._since = {k: self._since.get(k, now) for k in keys}
+            known = since or {}
+            self._since = {k: known.get(k, self._since.get(k, now)) for k in keys}
             self._partitions = tuple(partitions)
             self._in_flight = in_flight
             self._paused = paused
             self._updated = now
 
+    def follow(self, source: Callable[[], Any]) -> None:
+        """Pull the status from ``source`` (an engine's ``status()``: ``.partitions`` with
+        topic, partition, epoch, assigned_at, position, first_unfinished, in_flight, paused;
+        and ``.in_flight``) whenever the board is read, instead of being posted to."""
+        self._source = source
+
+    def _pull(self) -> None:
+        if self._source is None:
+            return
+        status = self._source()
+        parts = list(status.partitions)
+        views = [
+            PartitionView(p.topic, p.partition, p.epoch, p.position, p.first_unfinished, None,
+                          p.in_flight, p.paused)
+            for p in parts
+        ]  # fmt: skip
+        since = {(p.topic, p.partition, p.epoch): p.assigned_at for p in parts}
+        self.post(views, status.in_flight, sum(1 for p in parts if p.paused), since)
+
     def to_json(self) -> dict[str, Any]:
+        self._pull()
         with self._lock:
             parts = [
                 {**asdict(p), "since": self._since.get((p.topic, p.partition, p.generation))}
