@@ -108,6 +108,8 @@ def test_console_follows_a_group_through_a_restart_and_a_kill(
             poll(lambda: {"c1", "c2"} <= set(page.inner_text("#chart-strip").split()), 30,
                  "both members in the strip")  # fmt: skip
             assert "rebalance" in page.inner_text("#chart-lag"), legend
+            # the scraped instances' rebalance callbacks are markers too
+            assert "partitions assigned" in page.inner_text("#chart-lag")
             assert page.locator("#rebalances tbody tr").count() >= 1
             cells = page.inner_text("#partitions tbody")
             assert "c1" in cells and "c2" in cells

@@ -28,6 +28,19 @@ def markers(console: Console, group: str, since: float, until: float) -> list[di
     return out
 
 
+CALLBACK_MARKERS = {"assign": "assigned", "revoke": "revoked", "lost": "lost"}
+
+
+def instance_events(points: Sequence[Point]) -> list[dict[str, Any]]:
+    """The scraped instances' rebalance callbacks (group-life events) as markers."""
+    return [
+        {"x": p.t, "kind": CALLBACK_MARKERS.get(kind, kind),
+         "label": f"{p.instance}: {kind} callback x{n} ({figures.REBALANCE_CALLBACKS})"}
+        for p in points
+        for kind, n in sorted(p.events.items())
+    ]  # fmt: skip
+
+
 def start(since: float, x: Sequence[float]) -> float:
     """Where a chart's x axis starts: the range's start, or shortly before the first sample when
     the history begins later (a group seen for a minute is not drawn into a corner)."""
@@ -39,7 +52,8 @@ def start(since: float, x: Sequence[float]) -> float:
 def lag_charts(console: Console, group: str, since: float, until: float) -> list[dict[str, Any]]:
     rows = console.store.group_series(group, since, until)
     x = [t for t, _, _ in rows]
-    marks = markers(console, group, since, until)
+    scraped = [p for p in console.instances.points(group, since) if p.t <= until]
+    marks = markers(console, group, since, until) + instance_events(scraped)
     common = {"xKind": "epoch", "xMin": start(since, x), "xMax": until, "x": x, "markers": marks}
     return [
         {**common, "id": "chart-lag", "title": f"{figures.COMMITTED_LAG} (records)",
