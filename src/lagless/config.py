@@ -85,12 +85,19 @@ class KafkaSettings(BaseSettings):
 ENV_PREFIX = "LAGLESS_"
 TEST_PREFIX = "LAGLESS_TEST_"  # the test suite's own variables (its cluster, its handlers)
 OTHER_VARIABLES = frozenset(
-    {"LAGLESS_CONFIG", "LAGLESS_HOME", "LAGLESS_SPARK_PREFORK", "LAGLESS_SPARK_NATIVE_READER"}
+    {
+        "LAGLESS_CONFIG",
+        "LAGLESS_HOME",
+        "LAGLESS_SPARK_PREFORK",
+        "LAGLESS_SPARK_NATIVE_READER",
+        "LAGLESS_UI_TOKEN",
+    }
 )
 """``LAGLESS_*`` variables that are not :class:`KafkaSettings` fields but still mean something:
 the settings file, the embedded broker's state directory, whether Spark's source runner is
-forked from a warm process (:mod:`lagless.spark.prefork`), and whether Spark tasks read Kafka
-through the C reader (:mod:`lagless.spark.native_fetch`)."""
+forked from a warm process (:mod:`lagless.spark.prefork`), whether Spark tasks read Kafka
+through the C reader (:mod:`lagless.spark.native_fetch`), and the console's token
+(``lagless ui``)."""
 
 
 def known_variables() -> frozenset[str]:

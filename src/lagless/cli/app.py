@@ -24,6 +24,7 @@ from lagless.cli import (
     report,
     tail,
     topic,
+    ui,
 )
 from lagless.cli import run as run_app
 from lagless.cli.common import GlobalOptions, setup_logging, warn
@@ -85,6 +86,7 @@ app.command("plan")(plan.plan)
 app.command("report")(report.report)
 app.command("demo")(demo.demo)
 app.add_typer(lab.app, name="lab")
+app.command("ui")(ui.ui)
 
 
 def main() -> None:

@@ -11,7 +11,8 @@ from typing import Annotated
 
 import typer
 
-from lagless.cli.common import interactive, kafka_conf
+from lagless.broker.embedded import default_state_dir
+from lagless.cli.common import interactive, kafka_conf, options
 from lagless.cli.consume_run import progress_line, run_and_report
 from lagless.engine import (
     Engine,
@@ -25,6 +26,7 @@ from lagless.engine import (
 from lagless.engine.events import EVENTS_FILE
 from lagless.engine.memory import tune_gc
 from lagless.errors import ConfigError
+from lagless.observe.instance import Publisher, StatusBoard
 from lagless.observe.metrics import Metrics
 
 # EngineConfig's fields as this command's flags (EngineConfig validates; errors name the flags)
@@ -247,12 +249,16 @@ def consume(
             events = stack.enter_context(contextlib.closing(log_file))
         audit = stack.enter_context(contextlib.closing(Ledger(ledger))) if ledger else None
         show = stack.enter_context(progress_line(interactive() and not as_json))
+        url = None if metrics_port is None else f"http://127.0.0.1:{metrics_port}"
+        board = StatusBoard(config.group, instance, url)  # what `lagless ui` shows as owners
         engine = Engine(
             conf, config, run_handler, metrics=metrics, on_progress=show, events=events,
             ledger=audit,
         )  # fmt: skip
+        board.follow(engine.status)
         if metrics_port is not None:
-            metrics.serve(metrics_port, health=engine.health.status)
+            metrics.serve(metrics_port, health=engine.health.status, status=board.to_json)
+        stack.enter_context(Publisher(board, options(ctx).state_dir or default_state_dir()))
         stack.enter_context(recording(metrics, record, run_settings(config, handler)))
         code = run_and_report(engine, as_json=as_json)
     if code:

@@ -139,4 +139,5 @@ def demo(
         out_console.print(lag_table(group, measure_lag(conf, group, topic)))
     report = write_report(out_dir / "engine-run")
     out_console.print(f"report of the engine run: {report}")
+    out_console.print(f"see it live: lagless -b {conf['bootstrap.servers']} ui", highlight=False)
     out_console.rule("done")

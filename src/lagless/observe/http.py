@@ -2,7 +2,9 @@
 
 * ``/metrics`` (and any other path) — the registry in Prometheus' text format;
 * ``/healthz`` — 200 while the process is alive (the engine's poll loop turns), else 503;
-* ``/readyz`` — 200 once ready (the engine owns partitions and consumes), else 503.
+* ``/readyz`` — 200 once ready (the engine owns partitions and consumes), else 503;
+* ``/status`` — the instance's owned partitions and where it is in them, as JSON
+  (:mod:`lagless.observe.instance`; what ``lagless ui --scrape`` reads), when given.
 
 Both probes answer a small JSON object (the engine's :class:`HealthStatus`). Without a health
 source (the Spark pipeline) the probes answer 200 while the server runs.
@@ -27,21 +29,29 @@ StartResponse = Callable[[str, list[tuple[str, str]]], object]
 
 
 def make_app(
-    registry: CollectorRegistry, health: HealthSource | None
+    registry: CollectorRegistry,
+    health: HealthSource | None,
+    status: Callable[[], dict[str, Any]] | None = None,
 ) -> Callable[[dict[str, Any], StartResponse], Iterable[bytes]]:
     metrics_app = make_wsgi_app(registry)
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
+        if path == "/status" and status is not None:
+            doc = json.dumps(status()).encode()
+            start_response(
+                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(doc)))]
+            )
+            return [doc]
         if path not in ("/healthz", "/readyz"):
             result: Iterable[bytes] = metrics_app(environ, start_response)
             return result
         if health is None:
             ok, body = True, {"alive": True, "ready": True}
         else:
-            status = health()
-            ok = bool(status.alive if path == "/healthz" else status.ready)
-            body = status.to_json()
+            now = health()
+            ok = bool(now.alive if path == "/healthz" else now.ready)
+            body = now.to_json()
         payload = json.dumps(body).encode()
         start_response(
             "200 OK" if ok else "503 Service Unavailable",
@@ -57,6 +67,7 @@ def serve(
     port: int,
     addr: str = "127.0.0.1",
     health: HealthSource | None = None,
+    status: Callable[[], dict[str, Any]] | None = None,
 ) -> WSGIServer:
     """Serve metrics and probes on ``addr:port`` from a daemon thread; ``.shutdown()`` stops it.
 
@@ -64,7 +75,7 @@ def serve(
     """
     try:
         server = make_server(
-            addr, port, make_app(registry, health), ThreadingWSGIServer,
+            addr, port, make_app(registry, health, status), ThreadingWSGIServer,
             handler_class=_SilentHandler,
         )  # fmt: skip
     except OSError as exc:

@@ -17,7 +17,7 @@ docs/observability.md documents every metric, the timeline, ``lagless lag`` and 
 | lagless_paused_partitions | gauge | | partitions paused by backpressure now |
 | lagless_pause_events_total | counter | topic, partition | times a partition was paused |
 | lagless_rebalances_total | counter | kind | rebalance callbacks: assign, revoke, lost |
-| lagless_rebalance_seconds | histogram | | time from revoke/assign start to work resuming |
+| lagless_rebalance_callback_seconds | histogram | | rebalance callback time: from a revoke/assign callback's start to work resuming (not the group's disruption) |
 | lagless_partitions_assigned_total | counter | | partitions received |
 | lagless_partitions_revoked_total | counter | | partitions given up cleanly |
 | lagless_partitions_lost_total | counter | | partitions lost without commit |
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter as Tally
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
@@ -121,7 +121,10 @@ class Metrics:
         self.pause_events = Counter("lagless_pause_events", "pauses", tp, registry=r)
         self.rebalances = Counter("lagless_rebalances", "rebalance callbacks", ["kind"], registry=r)
         self.rebalance_seconds = Histogram(
-            "lagless_rebalance_seconds", "rebalance duration", buckets=LATENCY_BUCKETS, registry=r
+            "lagless_rebalance_callback_seconds",
+            "rebalance callback time",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
         )
         self.partitions_assigned = Counter("lagless_partitions_assigned", "assigned", registry=r)
         self.partitions_revoked = Counter("lagless_partitions_revoked", "revoked", registry=r)
@@ -135,7 +138,11 @@ class Metrics:
         self.batch_seconds = Gauge("lagless_batch_seconds", "last micro-batch duration", registry=r)
 
     def serve(
-        self, port: int, addr: str = "127.0.0.1", health: HealthSource | None = None
+        self,
+        port: int,
+        addr: str = "127.0.0.1",
+        health: HealthSource | None = None,
+        status: Callable[[], dict[str, Any]] | None = None,
     ) -> WSGIServer:
         """Expose the metrics at http://addr:port/metrics, with ``/healthz`` and ``/readyz``
         answered from ``health`` (see :mod:`lagless.observe.http`), from a daemon thread.
@@ -143,7 +150,7 @@ class Metrics:
         Returns the server (``.shutdown()`` stops it); a port that cannot be bound is a
         one-line LaglessError.
         """
-        return serve(self.exposed(), port, addr, health)
+        return serve(self.exposed(), port, addr, health, status)
 
     def exposed(self) -> CollectorRegistry:
         """The registry Prometheus scrapes: every sample with the ``group`` label added."""

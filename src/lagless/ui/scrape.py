@@ -1,0 +1,179 @@
+"""Engine instances seen by the console: local ones through the state directory, remote ones
+(``--scrape HOST:PORT``) through their ``/status`` and ``/metrics``.
+
+Each look (one per sampler cycle) reads every instance's status (owned partitions, generation,
+position, first unfinished offset, in flight, paused: :mod:`lagless.observe.instance`) and, where
+it serves metrics, its ``/metrics``: from the change since the previous look it derives the e2e
+latency p50/p99 over the interval (interpolated in the histogram's buckets, as PromQL's
+``histogram_quantile``), the dead-letter rate and its group-life events (rebalance callbacks by
+kind). A remote instance that does not answer is left out of that look.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import urllib.request
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from lagless.observe.instance import live_instances
+
+log = logging.getLogger(__name__)
+
+KEEP_S = 3600.0  # the in-memory history of scraped figures
+
+
+def quantile(q: float, buckets: Sequence[tuple[float, float]]) -> float | None:
+    """``histogram_quantile``: ``buckets`` are (upper bound, cumulative count) ascending."""
+    if not buckets or buckets[-1][1] <= 0:
+        return None
+    rank = q * buckets[-1][1]
+    lower, below = 0.0, 0.0
+    for bound, count in buckets:
+        if count >= rank:
+            if bound == float("inf"):
+                return lower
+            inside = count - below
+            return lower + (bound - lower) * ((rank - below) / inside if inside else 0.0)
+        lower, below = bound, count
+    return lower
+
+
+@dataclass
+class Scraped:
+    """What one instance's ``/metrics`` said (totals), and when."""
+
+    t: float
+    buckets: dict[float, float]
+    in_flight: float
+    paused: float
+    dlq: float
+    callbacks: dict[str, float]
+
+
+def parse(text: str, t: float) -> Scraped:
+    buckets: dict[float, float] = {}
+    callbacks: dict[str, float] = {}
+    in_flight = paused = dlq = 0.0
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == "lagless_e2e_latency_seconds_bucket":
+                bound = float(s.labels["le"])
+                buckets[bound] = buckets.get(bound, 0.0) + s.value
+            elif s.name == "lagless_in_flight":
+                in_flight += s.value
+            elif s.name == "lagless_paused_partitions":
+                paused += s.value
+            elif s.name == "lagless_dlq_records_total":
+                dlq += s.value
+            elif s.name == "lagless_rebalances_total":
+                kind = s.labels.get("kind", "")
+                callbacks[kind] = callbacks.get(kind, 0.0) + s.value
+    return Scraped(t, buckets, in_flight, paused, dlq, callbacks)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One instance's figures over one interval."""
+
+    t: float
+    instance: str
+    e2e_p50: float | None
+    e2e_p99: float | None
+    in_flight: float
+    paused: float
+    dlq_rate: float
+    events: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"t": self.t, "instance": self.instance, "e2e_p50": self.e2e_p50,
+                "e2e_p99": self.e2e_p99, "in_flight": self.in_flight, "paused": self.paused,
+                "dlq_rate": self.dlq_rate, "events": self.events}  # fmt: skip
+
+
+def interval(before: Scraped, after: Scraped, instance: str) -> Point:
+    dt = max(after.t - before.t, 1e-9)
+    bounds = sorted(after.buckets)
+    delta = [(b, after.buckets[b] - before.buckets.get(b, 0.0)) for b in bounds]
+    events = {
+        kind: int(n - before.callbacks.get(kind, 0.0))
+        for kind, n in after.callbacks.items()
+        if n > before.callbacks.get(kind, 0.0)
+    }
+    return Point(
+        after.t, instance, quantile(0.5, delta), quantile(0.99, delta), after.in_flight,
+        after.paused, round(max(0.0, after.dlq - before.dlq) / dt, 3), events,
+    )  # fmt: skip
+
+
+def fetch(url: str, timeout: float = 2.0) -> str:
+    with urllib.request.urlopen(url, timeout=timeout) as reply:
+        return str(reply.read().decode("utf-8", "replace"))
+
+
+class Instances:
+    """The instances the console watches and their scraped figures (per group, last hour)."""
+
+    def __init__(
+        self, state_dir: Path, targets: Sequence[str] = (), fetcher: Callable[[str], str] = fetch
+    ) -> None:
+        self.state_dir = state_dir
+        self.targets = list(targets)
+        self._fetch = fetcher
+        self._lock = threading.Lock()
+        self._last: dict[str, Scraped] = {}
+        self._points: dict[str, deque[Point]] = {}
+        self.statuses: list[dict[str, Any]] = []
+
+    def look(self) -> list[dict[str, Any]]:
+        """Read every instance's status (and metrics); the live ones' statuses."""
+        now = time.time()
+        docs = [{**d, "source": "local"} for d in live_instances(self.state_dir, now)]
+        for target in self.targets:
+            try:
+                doc = json.loads(self._fetch(f"http://{target}/status"))
+            except (OSError, ValueError) as exc:
+                log.info("instance %s does not answer /status: %s", target, exc)
+                continue
+            docs.append({**doc, "metrics": doc.get("metrics") or f"http://{target}",
+                         "source": target})  # fmt: skip
+        for doc in docs:
+            if doc.get("metrics"):
+                self._scrape(doc, now)
+        with self._lock:
+            self.statuses = docs
+        return docs
+
+    def _scrape(self, doc: dict[str, Any], now: float) -> None:
+        key = f"{doc.get('group')}\0{doc.get('client_id')}\0{doc.get('pid')}"
+        try:
+            got = parse(self._fetch(f"{doc['metrics']}/metrics"), now)
+        except (OSError, ValueError) as exc:
+            log.info("cannot scrape %s: %s", doc["metrics"], exc)
+            return
+        before = self._last.get(key)
+        self._last[key] = got
+        if before is None:
+            return
+        point = interval(before, got, str(doc.get("client_id")))
+        with self._lock:
+            series = self._points.setdefault(str(doc.get("group")), deque())
+            series.append(point)
+            while series and series[0].t < now - KEEP_S:
+                series.popleft()
+
+    def points(self, group: str, since: float = 0.0) -> list[Point]:
+        with self._lock:
+            return [p for p in self._points.get(group, ()) if p.t >= since]
+
+    def of_group(self, group: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [d for d in self.statuses if d.get("group") == group]

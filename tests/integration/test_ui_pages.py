@@ -1,0 +1,69 @@
+"""The console's Lab and Dead letters pages in Chromium: lab runs with links and a running
+lab's progress; dead letters grouped by error class, with reasons and coordinates as text."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from confluent_kafka import Producer
+
+from tests.conftest import Cluster
+from tests.integration.browser import watched
+from tests.integration.ui_helpers import console
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
+pytestmark = pytest.mark.integration
+
+
+def dead_letter(error_class: str, offset: int) -> list[tuple[str, str | bytes | None]]:
+    return [
+        ("lagless-dlq-error-class", error_class.encode()),
+        ("lagless-dlq-error", b"bad amount <img src=x onerror=alert(1)>"),
+        ("lagless-dlq-topic", b"orders"), ("lagless-dlq-partition", b"2"),
+        ("lagless-dlq-offset", str(offset).encode()), ("lagless-dlq-attempts", b"3"),
+    ]  # fmt: skip
+
+
+def test_lab_and_dead_letter_pages(
+    cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path, browser: Browser
+) -> None:
+    dlq = make_topic(1)
+    producer = Producer(cluster.conf)
+    for i in range(6):
+        klass = "ValueError" if i % 3 else "<b>KeyError</b>"
+        producer.produce(dlq, b'{"id": %d}' % i, headers=dead_letter(klass, 100 + i))
+    assert producer.flush(10) == 0
+    lab = tmp_path / "lab"
+    (lab / "20260101-000000" / "eager" / "i0").mkdir(parents=True)
+    (lab / "20260101-000000" / "report.html").write_text("<html><body>lab page</body></html>")
+    running = lab / "20260102-000000" / "cooperative" / "i1"
+    running.mkdir(parents=True)
+    event = {"ts": time.time(), "instance": "i1", "kind": "assigned", "partitions": [["t", 0]]}
+    (running / "events.jsonl").write_text(json.dumps(event) + "\n")
+    (running / "timeline.jsonl").write_text(json.dumps({"lag_records": 42, "processed": 7}) + "\n")
+    args = ("--lab-dir", str(lab))
+    with (
+        console(tmp_path / "home", cluster.bootstrap, tmp_path, *args) as (base, _ui),
+        watched(browser, base.rstrip("/") + "/lab", allowed=(base,)) as w,
+    ):
+        page = w.page
+        runs = page.inner_text("#lab-runs")
+        assert "20260101-000000" in runs and "done" in runs and "running" in runs
+        progress = page.inner_text("#lab-progress")
+        assert "i1" in progress and "assigned" in progress and "42" in progress
+        page.click("text=20260101-000000")
+        assert "lab page" in page.inner_text("body")
+        page.goto(base.rstrip("/") + "/dead-letters")
+        classes = page.inner_text("#dlq-classes")
+        assert "ValueError\t4" in classes and "<b>KeyError</b>\t2" in classes
+        letters = page.inner_text("#dlq-letters")
+        assert "bad amount <img src=x onerror=alert(1)>" in letters and "orders[2]@105" in letters
+        assert page.locator("img").count() == 0 and page.locator("main b").count() == 0
+        assert w.problems() == []
