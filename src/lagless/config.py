@@ -86,6 +86,7 @@ ENV_PREFIX = "LAGLESS_"
 TEST_PREFIX = "LAGLESS_TEST_"  # the test suite's own variables (its cluster, its handlers)
 OTHER_VARIABLES = frozenset(
     {"LAGLESS_CONFIG", "LAGLESS_HOME", "LAGLESS_SPARK_PREFORK", "LAGLESS_SPARK_NATIVE_READER"}
+    | {"LAGLESS_METRICS_PORT", "LAGLESS_METRICS_HOST", "LAGLESS_STATIC_ID"}  # app.environment
 )
 """``LAGLESS_*`` variables that are not :class:`KafkaSettings` fields but still mean something:
 the settings file, the embedded broker's state directory, whether Spark's source runner is

@@ -15,6 +15,7 @@ from lagless.cli import (
     broker,
     consume,
     demo,
+    deploy,
     group,
     lab,
     lag,
@@ -85,6 +86,7 @@ app.command("plan")(plan.plan)
 app.command("report")(report.report)
 app.command("demo")(demo.demo)
 app.add_typer(lab.app, name="lab")
+app.add_typer(deploy.app, name="deploy")
 
 
 def main() -> None:

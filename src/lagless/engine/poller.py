@@ -29,6 +29,7 @@ from lagless.engine import carry
 from lagless.engine.committing import Committing
 from lagless.engine.completions import Completing
 from lagless.engine.core import ProgressFn, topic_partition
+from lagless.engine.dlq import FLUSH_S as DLQ_FLUSH_S
 from lagless.engine.dlq import DeadLetterQueue
 from lagless.engine.events import EventKind
 from lagless.engine.idle import consumed_to_end
@@ -368,7 +369,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
 
     def _close(self) -> None:
         if self._dlq is not None:  # dead letters delivered count before the last commit
-            self._dlq.flush(10.0)
+            self._dlq.flush(DLQ_FLUSH_S)
             self._collect(wait=0.0)
         if not self._stopping and self._consumer is not None:
             self._begin_stopping()
@@ -384,7 +385,7 @@ class Engine(Intake, Rebalancing, Completing, Committing, Watching):
         if self._workers is not None:
             self._workers.close(timeout=0.0 if self._hurry else 1.0)
         if self._dlq is not None:
-            left = self._dlq.flush(10.0)
+            left = self._dlq.flush(DLQ_FLUSH_S)
             if left:
                 log.warning("%d dead letters undelivered at close", left)
         if self._ledger is not None:
