@@ -7,26 +7,9 @@ from typing import Any
 from pydantic import BaseModel
 
 import lagless
+from tests.integration.app_helpers.docs import python_blocks
 
-README_SERVICE = """\
-from pydantic import BaseModel
-
-import lagless
-
-
-class Payment(BaseModel):
-    payment_id: str
-    amount: float
-
-
-app = lagless.App(group="big-payments")
-
-
-@app.handler("payments", ordering="key", max_in_flight=500, dlq="payments-dlq",
-             value=Payment, output="payments-big")
-def big(payment: Payment) -> Payment | None:
-    return payment if payment.amount > 100 else None
-"""
+README_SERVICE = python_blocks("README.md")[0]  # the README's App, as written
 
 
 class Payment(BaseModel):
