@@ -246,3 +246,28 @@ def test_the_cli_renders_the_readme_app_and_says_one_line_for_an_error(tmp_path:
     )  # fmt: skip
     assert typo.returncode == 2
     assert "--config-map: 'Kafka_Settings' is not a Kubernetes name" in typo.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--replica", "3"],
+            "No such option: --replica (Possible options: --min-replicas, --replicas)",
+        ),
+        (["--image", "my image"], "--image: 'my image' is not an image reference"),
+        (["--cpu", "lots"], "--cpu: 'lots' is not a Kubernetes quantity"),
+        (["--kafka-bootstrap", "kafka"], "--kafka-bootstrap: 'kafka' is not HOST:PORT"),
+        (["--min-ready", "-1"], "--min-ready: Input should be greater than or equal to 0"),
+        (["--out", "/proc/nope/k8s"], "--out /proc/nope/k8s: cannot write there"),
+    ],
+)
+def test_a_hostile_users_flags_are_one_line(tmp_path: Path, flags: list[str], message: str) -> None:
+    (tmp_path / "service.py").write_text(README_SERVICE)
+    done = subprocess.run(
+        [LAGLESS, "deploy", "render", "service:app", "--config-map", "kafka", *flags],
+        check=False, capture_output=True, text=True, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+    assert done.stdout == ""

@@ -97,16 +97,16 @@ def render_command(
     topics = [t for c in the_app.engine_configs() for t in c.topics]
     found = partitions(render_options, topics, connection)
     plan, documents = render(the_app, render_options, found, connection)
+    if out is None:
+        sys.stdout.write(to_yaml(documents))
+    else:
+        for path in write(documents, out):
+            sys.stdout.write(f"{path}\n")
     kind = "StatefulSet" if plan.static else "Deployment"
     grace = plan.drain.describe() if grace_period is None else f"{grace_period} s (given)"
     note(f"{kind} {plan.name}: {render_options.replicas} replicas, grace period {grace}")
     if found is not None:
         note(f"partitions: {found.count} ({found.source}); at most {plan.max_replicas} replicas")
-    if out is None:
-        sys.stdout.write(to_yaml(documents))
-        return
-    for path in write(documents, out):
-        sys.stdout.write(f"{path}\n")
 
 
 def _configured(ctx: typer.Context) -> KafkaSettings | None:

@@ -14,8 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from lagless.errors import ConfigError
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")  # registry/name:tag@digest, no spaces
+QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$")
+SERVER = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$")
 DEFAULT_PORT = 8000  # /metrics, /healthz, /readyz when the App names no port
 CONSOLE_PORT = 8080
+FLAGS = {  # fields whose flag has another name
+    "bootstrap": "kafka_bootstrap", "min_ready_s": "min_ready", "grace_period_s": "grace_period",
+}  # fmt: skip
 
 
 class RenderOptions(BaseModel):
@@ -60,6 +66,28 @@ class RenderOptions(BaseModel):
             )
         return value
 
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value: str | None) -> str | None:
+        if value is not None and not IMAGE.match(value):
+            raise ValueError(f"{value!r} is not an image reference (e.g. registry/app:1.2)")
+        return value
+
+    @field_validator("cpu", "memory", "console_storage")
+    @classmethod
+    def _quantity(cls, value: str) -> str:
+        if not QUANTITY.match(value):
+            raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 250m, 256Mi)")
+        return value
+
+    @field_validator("bootstrap")
+    @classmethod
+    def _servers(cls, value: str | None) -> str | None:
+        bad = [s for s in (value or "").split(",") if value is not None and not SERVER.match(s)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not HOST:PORT")
+        return value
+
     @classmethod
     def build(cls, **values: Any) -> RenderOptions:
         """Validate ``values`` (``None`` means default/derived); one-line ConfigError."""
@@ -67,7 +95,8 @@ class RenderOptions(BaseModel):
             return cls.model_validate({k: v for k, v in values.items() if v is not None})
         except ValidationError as exc:
             first = exc.errors()[0]
-            where = "--" + "-".join(str(p) for p in first["loc"]).replace("_", "-")
+            flag = FLAGS.get(str(first["loc"][0]), str(first["loc"][0])) if first["loc"] else ""
+            where = "--" + flag.replace("_", "-")
             message = str(first["msg"]).removeprefix("Value error, ")
             raise ConfigError(f"{where}: {message}") from None
 

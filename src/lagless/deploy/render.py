@@ -84,10 +84,13 @@ def _dump(obj: dict[str, Any]) -> str:
 
 def write(documents: Documents, out: Path) -> list[Path]:
     """One file per object in ``out`` (made if missing); the paths written."""
-    out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for index, (name, obj) in enumerate(documents):
-        path = out / f"{index:02d}-{name}"
-        path.write_text("---\n" + _dump(obj))
-        paths.append(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for index, (name, obj) in enumerate(documents):
+            path = out / f"{index:02d}-{name}"
+            path.write_text("---\n" + _dump(obj))
+            paths.append(path)
+    except OSError as exc:
+        raise ConfigError(f"--out {out}: cannot write there: {exc.strerror or exc}") from None
     return paths
