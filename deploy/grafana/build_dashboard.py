@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from grafana_foundation_sdk.builders import dashboard, prometheus, timeseries
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
@@ -29,14 +29,16 @@ W = "$__rate_interval"
 ASSIGN = '{kind="assign",group=~"$group"}'
 
 
-@dataclass(frozen=True)
-class Query:
+class Query(NamedTuple):
+    """A PromQL expression and its legend."""
+
     expr: str
     legend: str
 
 
-@dataclass(frozen=True)
-class PanelSpec:
+class PanelSpec(NamedTuple):
+    """A time series panel: its title, unit, description and queries."""
+
     title: str
     unit: str
     description: str

@@ -17,15 +17,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from lagless.cli.common import (
-    err_console,
-    given,
-    interactive,
-    kafka_conf,
-    note,
-    out_console,
-    print_json,
-)
+from lagless.cli import common
+from lagless.cli.common import err_console, interactive, kafka_conf, out_console, print_json
 from lagless.deploy.reader import read_rollout
 from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.cluster import describe_cluster
@@ -170,7 +163,7 @@ def rebalance(
     if deployment is not None:  # the manifest's rollout, as its one scenario
         chosen, taken = from_manifest(ctx, deployment, knobs)
         for line in taken:
-            note(line)
+            common.note(line)
     config = LabConfig(
         partitions=partitions, rate=rate, work_ms=work_ms, warmup_s=warmup, rollouts=rollouts,
         keep_topics=keep_topics, **knobs,
@@ -224,7 +217,7 @@ def from_manifest(
     """The scenario and knobs of a rendered manifest (``knobs`` updated); ConfigError if a
     flag the manifest sets was given too."""
     flags = ("scenarios", "instances", "min_ready", "max_surge", "max_unavailable")
-    both = [f"--{f.replace('_', '-')}" for f in flags if given(ctx, f)]
+    both = [f"--{f.replace('_', '-')}" for f in flags if common.given(ctx, f)]
     if both:
         raise ConfigError(f"--deployment sets {', '.join(both)}: give one or the other")
     rollout = read_rollout(path)

@@ -91,14 +91,19 @@ class RenderOptions(BaseModel):
     @classmethod
     def build(cls, **values: Any) -> RenderOptions:
         """Validate ``values`` (``None`` means default/derived); one-line ConfigError."""
+        given = {name: value for name, value in values.items() if value is not None}
         try:
-            return cls.model_validate({k: v for k, v in values.items() if v is not None})
+            return cls(**given)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            flag = FLAGS.get(str(first["loc"][0]), str(first["loc"][0])) if first["loc"] else ""
-            where = "--" + flag.replace("_", "-")
-            message = str(first["msg"]).removeprefix("Value error, ")
-            raise ConfigError(f"{where}: {message}") from None
+            raise ConfigError(_flag_error(exc)) from None
+
+
+def _flag_error(exc: ValidationError) -> str:
+    """The first error, named by its flag: ``--min-ready: Input should be ...``."""
+    first = exc.errors()[0]
+    field = str(first["loc"][0]) if first["loc"] else ""
+    flag = "--" + FLAGS.get(field, field).replace("_", "-")
+    return f"{flag}: " + str(first["msg"]).removeprefix("Value error, ")
 
 
 def dns_name(text: str) -> str:
