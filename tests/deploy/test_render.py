@@ -66,6 +66,10 @@ def test_the_readme_app_renders_a_surge_deployment_with_probes_on_all_addresses(
     assert app["args"] == ["service:app"]
     assert app["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
     assert app["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    # 8 failures x 10 s outlast the 78-s drain: a draining pod is not restarted mid-drain
+    assert (app["livenessProbe"]["periodSeconds"], app["livenessProbe"]["failureThreshold"]) == (
+        10, 8,
+    )  # fmt: skip
     assert app["ports"][0]["containerPort"] == 8000
     names = env(payments_app())
     assert names["LAGLESS_METRICS_HOST"] == "0.0.0.0"

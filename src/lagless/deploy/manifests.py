@@ -10,6 +10,7 @@ PersistentVolumeClaim). Every value comes from the plan; nothing is secret.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from lagless.app import environment
@@ -21,6 +22,13 @@ Obj = dict[str, Any]
 ANNOTATION = "lagless.dev"  # prefix of the annotations the lab reads back
 STORE_DIR = "/var/lib/lagless"  # the console's store (LAGLESS_HOME) on its volume
 CA_DIR = "/etc/lagless/ca"
+LIVENESS_PERIOD_S = 10
+
+
+def liveness_failures(grace_period_s: int) -> int:
+    """Failed liveness probes before a restart: at least 3, and enough to outlast the grace
+    period (a draining engine's loop stops turning: a probe must not cut the drain short)."""
+    return max(3, math.ceil(grace_period_s / LIVENESS_PERIOD_S))
 
 
 def manifests(plan: Plan) -> list[tuple[str, Obj]]:
@@ -158,8 +166,8 @@ def _pod(plan: Plan) -> Obj:
         "livenessProbe": {
             "httpGet": {"path": "/healthz", "port": "metrics"},
             "initialDelaySeconds": 10,
-            "periodSeconds": 10,
-            "failureThreshold": 3,
+            "periodSeconds": LIVENESS_PERIOD_S,
+            "failureThreshold": liveness_failures(plan.grace_period_s),
         },
         "resources": {
             "requests": {"cpu": plan.options.cpu, "memory": plan.options.memory},
