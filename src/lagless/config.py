@@ -92,6 +92,7 @@ OTHER_VARIABLES = frozenset(
         "LAGLESS_SPARK_NATIVE_READER",
         "LAGLESS_UI_TOKEN",
     }
+    | {"LAGLESS_METRICS_PORT", "LAGLESS_METRICS_HOST", "LAGLESS_STATIC_ID"}  # app.environment
 )
 """``LAGLESS_*`` variables that are not :class:`KafkaSettings` fields but still mean something:
 the settings file, the embedded broker's state directory, whether Spark's source runner is

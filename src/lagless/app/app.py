@@ -29,6 +29,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from lagless.app import environment
+from lagless.app.environment import AppEnvironment
 from lagless.app.handlers import BATCH_OPTIONS, Codecs, HandlerSpec, layered
 from lagless.app.health import LOCALHOST
 from lagless.app.outputs import check_outputs_exist
@@ -70,6 +72,8 @@ class App:
         bootstrap: str | None = None,
         config_file: Path | None = None,
         state_dir: Path | None = None,
+        metrics_port: int | None = None,
+        metrics_host: str | None = None,
         **options: Any,
     ) -> None:
         if not group:
@@ -85,6 +89,8 @@ class App:
         self._bootstrap = bootstrap
         self._config_file = config_file
         self._state_dir = state_dir
+        self.metrics_port = metrics_port  # run()'s, then LAGLESS_METRICS_PORT's, win over these
+        self.metrics_host = metrics_host
         self._defaults = {k: v for k, v in options.items() if v is not None}
         self._overrides: dict[str, Any] = {}
         self.specs: list[HandlerSpec] = []
@@ -160,11 +166,14 @@ class App:
         other.engine_configs()
         return other
 
-    def engine_configs(self) -> list[EngineConfig]:
-        """Each handler's validated engine options, in registration order."""
+    def engine_configs(self, env: AppEnvironment | None = None) -> list[EngineConfig]:
+        """Each handler's validated engine options, in registration order; ``env``'s static
+        id (``LAGLESS_STATIC_ID``) over the handlers' own, under :meth:`configured`'s."""
         if not self.specs:
             raise ConfigError("the app has no handlers: decorate a function with @app.handler")
         overrides = self._overrides
+        if env is not None and env.static_id is not None:
+            overrides = {"static_id": env.static_id, **overrides}
         per_record = overrides
         if any(spec.batch for spec in self.specs):  # batch options are the batch handlers'
             per_record = {k: v for k, v in overrides.items() if k not in BATCH_OPTIONS}
@@ -185,14 +194,17 @@ class App:
 
     # -- running --------------------------------------------------------------------------
 
-    def _start(self, metrics_port: int | None, metrics_host: str = LOCALHOST) -> Runner:
+    def _start(self, metrics_port: int | None, metrics_host: str | None) -> Runner:
         with self._claim:  # one run at a time, claimed before the (slow) start
             if self._busy:
                 raise ConfigError("the app is already running")
             self._busy = True
             self._stop_asked = False
         try:
-            runner = self._launch(metrics_port, metrics_host)
+            env = environment.read()
+            port = _first(metrics_port, env.metrics_port, self.metrics_port)
+            host = _first(metrics_host, env.metrics_host, self.metrics_host) or LOCALHOST
+            runner = self._launch(port, host, env)
         except BaseException:
             self._busy = False
             raise
@@ -202,7 +214,7 @@ class App:
                 runner.stop_event.set()
         return runner
 
-    def _launch(self, metrics_port: int | None, metrics_host: str) -> Runner:
+    def _launch(self, metrics_port: int | None, metrics_host: str, env: AppEnvironment) -> Runner:
         if _CLI_IMPORT:
             raise ConfigError(
                 f"app.run() was called while lagless run imported {_CLI_IMPORT[-1]!r}: guard "
@@ -216,7 +228,7 @@ class App:
             raise ConfigError(
                 f"metrics_host={metrics_host!r} serves nothing without metrics_port=PORT"
             )
-        configs = self.engine_configs()
+        configs = self.engine_configs(env)
         conf = self.settings().to_librdkafka()
         check_reachable(conf)
         check_outputs_exist(conf, (s.output for s in self.specs if s.output is not None))
@@ -234,12 +246,14 @@ class App:
         return self.summaries
 
     def run(
-        self, metrics_port: int | None = None, metrics_host: str = LOCALHOST
+        self, metrics_port: int | None = None, metrics_host: str | None = None
     ) -> dict[str, RunSummary]:
         """Run every handler until each one's stop condition or SIGTERM/SIGINT; each handler's
         summary by name. Raises the first handler failure (after stopping the others).
         ``metrics_port``: serve /metrics, /healthz and /readyz on ``metrics_host`` (loopback
-        by default; ``0.0.0.0`` for a Kubernetes probe, which calls the pod's address)."""
+        by default; ``0.0.0.0`` for a Kubernetes probe, which calls the pod's address). Not
+        given, ``LAGLESS_METRICS_PORT`` / ``LAGLESS_METRICS_HOST`` then ``App(metrics_port=...,
+        metrics_host=...)`` apply (:mod:`lagless.app.environment`)."""
         runner = self._start(metrics_port, metrics_host)
         event = runner.stop_event
         with stop_on_signals(event.is_set, event.set, runner.hurry):
@@ -250,7 +264,7 @@ class App:
         return summaries
 
     async def run_async(
-        self, metrics_port: int | None = None, metrics_host: str = LOCALHOST
+        self, metrics_port: int | None = None, metrics_host: str | None = None
     ) -> dict[str, RunSummary]:
         """:meth:`run` inside a running event loop, which stays free: the engines run on their
         own threads (coroutine handlers on each engine's event loop). Cancelling the task
@@ -289,7 +303,7 @@ class App:
 
     def __enter__(self) -> App:
         """Start in the background; leaving the block stops, waits and raises any failure."""
-        self._start(None)
+        self._start(None, None)
         return self
 
     def __exit__(
@@ -306,7 +320,7 @@ class App:
         self,
         metrics_port: int | None = None,
         ready_timeout: float = 60.0,
-        metrics_host: str = LOCALHOST,
+        metrics_host: str | None = None,
     ) -> Iterator[App]:
         """Start in the background and wait until every handler holds partitions."""
         runner = self._start(metrics_port, metrics_host)
@@ -334,6 +348,11 @@ class App:
         if self._runner is None:
             return {"alive": False, "ready": False, "handlers": {}}
         return self._runner.health().to_json()
+
+
+def _first(*values: Any) -> Any:
+    """The first value that is not None (None if all are)."""
+    return next((v for v in values if v is not None), None)
 
 
 def _topics(topic: object) -> tuple[str, ...]:

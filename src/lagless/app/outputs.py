@@ -36,6 +36,8 @@ from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.clients import make_consumer, make_producer
 from lagless.kafka.offsets import probe_conf
 
+CLOSE_S = 10.0  # how long closing an output producer waits for its records' delivery
+
 
 class _InputKey:
     def __repr__(self) -> str:
@@ -247,7 +249,7 @@ class OutputProducer:
         self._produce(records, _Pending(len(records), finished))
         _raise_for(await future, len(records), where)
 
-    def close(self, timeout: float = 10.0) -> int:
+    def close(self, timeout: float = CLOSE_S) -> int:
         """Flush and stop; how many records are still undelivered."""
         left: int = self._producer.flush(timeout)
         self._closed.set()

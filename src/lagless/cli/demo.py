@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from lagless import extras
 from lagless.cli.common import kafka_conf, options, out_console
 from lagless.cli.consume import run_settings
 from lagless.cli.lag import lag_table
@@ -122,6 +123,8 @@ def demo(
     """Run the demo: broker, load, consumer engine, Spark pipeline, lag and report."""
     if port is not None and options(ctx).bootstrap is not None:
         raise ConfigError("--port is for the embedded broker: give either -b or --port")
+    if spark:
+        extras.require("spark", "lagless demo's Spark step (--no-spark skips it)")
     conf = kafka_conf(ctx, port=port)
     run = time.strftime("%Y%m%d-%H%M%S")
     out_dir = out / run

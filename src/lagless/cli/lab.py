@@ -17,14 +17,16 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from lagless.cli import common
 from lagless.cli.common import err_console, interactive, kafka_conf, out_console, print_json
+from lagless.deploy.reader import read_rollout
 from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.cluster import describe_cluster
 from lagless.lab.measures import Improvements, improvement
 from lagless.lab.model import ScenarioData, ScenarioReport
 from lagless.lab.page import render_page
 from lagless.lab.runner import LabConfig, ScenarioRun, ShowFn, Status
-from lagless.lab.scenarios import DEFAULT_SCENARIOS, parse_scenarios
+from lagless.lab.scenarios import DEFAULT_SCENARIOS, Scenario, parse_scenarios
 
 app = typer.Typer(help="Experiments on a live cluster.", no_args_is_help=True)
 
@@ -147,13 +149,24 @@ def rebalance(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object at the end")] = (
         False
     ),
+    deployment: Annotated[
+        Path | None,
+        typer.Option(help="a manifest from lagless deploy render: roll it (replicas, surge, ...)"),
+    ] = None,
 ) -> None:
     """Roll a consumer service under load, per scenario; measure rebalances, lag, latency."""
     chosen = parse_scenarios(scenarios)
+    knobs: dict[str, Any] = {
+        "instances": instances, "min_ready_s": min_ready, "max_surge": max_surge,
+        "max_unavailable": max_unavailable,
+    }  # fmt: skip
+    if deployment is not None:  # the manifest's rollout, as its one scenario
+        chosen, taken = from_manifest(ctx, deployment, knobs)
+        for line in taken:
+            common.note(line)
     config = LabConfig(
-        instances=instances, partitions=partitions, rate=rate, work_ms=work_ms,
-        warmup_s=warmup, rollouts=rollouts, min_ready_s=min_ready, max_surge=max_surge,
-        max_unavailable=max_unavailable, keep_topics=keep_topics,
+        partitions=partitions, rate=rate, work_ms=work_ms, warmup_s=warmup, rollouts=rollouts,
+        keep_topics=keep_topics, **knobs,
     )  # fmt: skip
     directory = out or Path("out") / "lab" / time.strftime("%Y%m%d-%H%M%S")
     writable(directory)
@@ -196,6 +209,20 @@ def rebalance(
         raise typer.Exit(130)
     if problems:
         raise LaglessError("; ".join(problems))
+
+
+def from_manifest(
+    ctx: typer.Context, path: Path, knobs: dict[str, Any]
+) -> tuple[tuple[Scenario, ...], list[str]]:
+    """The scenario and knobs of a rendered manifest (``knobs`` updated); ConfigError if a
+    flag the manifest sets was given too."""
+    flags = ("scenarios", "instances", "min_ready", "max_surge", "max_unavailable")
+    both = [f"--{f.replace('_', '-')}" for f in flags if common.given(ctx, f)]
+    if both:
+        raise ConfigError(f"--deployment sets {', '.join(both)}: give one or the other")
+    rollout = read_rollout(path)
+    knobs.update(rollout.lab_values())
+    return (rollout.scenario(),), rollout.taken()
 
 
 def writable(directory: Path) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from lagless import extras
 from lagless.app.signals import stop_on_signals
 from lagless.cli.common import (
     err_console,
@@ -97,6 +98,7 @@ def run(
     json_out: Annotated[bool, typer.Option("--json", help="print one JSON summary")] = False,
 ) -> None:
     """Run the events pipeline: valid events to Parquet (exactly once), invalid to the DLQ."""
+    extras.require("spark", "lagless pipeline")
     from lagless.spark.pipeline import PipelineConfig, prepare_topics, run_pipeline
     from lagless.spark.progress import BatchReport
     from lagless.spark.session import build_session, parse_conf

@@ -17,9 +17,8 @@ from typing import Annotated, Any
 
 import typer
 
-from lagless.app import App
+from lagless.app import App, environment
 from lagless.app.app import imported_by_cli
-from lagless.app.health import LOCALHOST
 from lagless.cli.common import options, print_json, settings
 from lagless.cli.consume_run import EXIT_INTERRUPTED, describe
 from lagless.engine import OnFailure, Ordering
@@ -140,7 +139,7 @@ def run(
     ] = False,
 ) -> None:
     """Run a lagless.App; consume options given here override every handler's."""
-    if metrics_host is not None and metrics_port is None:
+    if metrics_host is not None and metrics_port is None and not environment.read().metrics_port:
         raise ConfigError("--metrics-host serves nothing without --metrics-port PORT")
     app = load_app(target)
     overrides: dict[str, Any] = {
@@ -178,7 +177,7 @@ def run(
     opts = options(ctx)
     given = opts.bootstrap or opts.config or opts.state_dir
     configured = app.configured(settings(ctx) if given else None, **overrides)
-    summaries = configured.run(metrics_port, metrics_host or LOCALHOST)
+    summaries = configured.run(metrics_port, metrics_host)  # else the environment's
     if as_json:
         print_json({name: s.to_json() for name, s in summaries.items()})
     else:

@@ -39,6 +39,7 @@ from lagless.engine.partitions.owned import Owned
 from lagless.engine.partitions.rebalance import Rebalance
 from lagless.engine.partitions.state import DLQ, OK, SKIPPED
 from lagless.engine.results.completions import Completions
+from lagless.engine.results.dlq import FLUSH_S as DLQ_FLUSH_S
 from lagless.engine.results.dlq import DeadLetterQueue
 from lagless.engine.results.ledger import Ledger
 from lagless.engine.results.publish import Publisher
@@ -293,7 +294,7 @@ class Engine:
         lifecycle, completions = self.lifecycle, self.completions
         dlq = completions.dlq
         if dlq is not None:  # dead letters delivered count before the last commit
-            dlq.flush(10.0)
+            dlq.flush(DLQ_FLUSH_S)
             completions.collect(wait=0.0)
         if not lifecycle.stopping and self._consumer is not None:
             self._begin_stopping()
@@ -309,7 +310,7 @@ class Engine:
         if self._workers is not None:
             self._workers.close(timeout=0.0 if lifecycle.hurry else 1.0)
         if dlq is not None:
-            left = dlq.flush(10.0)
+            left = dlq.flush(DLQ_FLUSH_S)
             if left:
                 log.warning("%d dead letters undelivered at close", left)
         if self._records is not None:

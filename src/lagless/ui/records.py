@@ -12,7 +12,7 @@ from typing import Any
 from confluent_kafka import Message
 
 from lagless.cli.tail import fields, text
-from lagless.engine.dlq import H_ERROR, H_ERROR_CLASS, H_OFFSET, H_PARTITION, H_TOPIC
+from lagless.engine.results.dlq import H_ERROR, H_ERROR_CLASS, H_OFFSET, H_PARTITION, H_TOPIC
 from lagless.errors import LaglessError
 from lagless.kafka.records import header_pairs, timestamp_ms
 from lagless.kafka.tail import TailSpec, tail

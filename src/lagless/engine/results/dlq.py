@@ -33,6 +33,8 @@ H_TIMESTAMP = "lagless-dlq-timestamp"
 
 Headers = list[tuple[str, str | bytes | None]]
 
+FLUSH_S = 10.0  # each wait for outstanding dead letters at close (twice: see Engine._close)
+
 # The largest record the consumer can deliver is bounded by its receive.message.max.bytes
 # (librdkafka's default: 100 MB); the dead letter adds its headers. librdkafka's ceiling.
 RECEIVE_MAX_DEFAULT = 100_000_000
