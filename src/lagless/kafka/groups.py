@@ -8,9 +8,11 @@ DescribeGroups with the state but an empty member list.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from confluent_kafka import ConsumerGroupState
 
@@ -75,12 +77,30 @@ def state_name(state: object) -> str:
     return str(state) if state is not None else "Unknown"
 
 
+PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def listed_group_id(listed: str) -> str:
+    """The real id of a group as ListGroups named it. The embedded broker (Tansu 0.6) lists an
+    id with ``<``, ``>`` (and other characters) percent-encoded (``a%3Cb``) while it keeps the
+    group's offsets under the real id (``a<b``): ids with ``%XX`` escapes are decoded. (A
+    group really named with ``%XX`` in it, on another broker, would be decoded too: such a
+    name is the price of finding the others.)"""
+    if PERCENT_ESCAPE.search(listed) is None:
+        return listed
+    try:
+        return unquote(listed, errors="strict")
+    except UnicodeDecodeError:  # escapes that are not UTF-8: not an encoding, the real id
+        return listed
+
+
 def group_ids(conf: Mapping[str, Any], timeout: float = 10.0) -> list[str]:
-    """Every consumer group the cluster lists, sorted."""
+    """Every consumer group the cluster lists, sorted, by its real id
+    (:func:`listed_group_id`)."""
     admin = make_admin(conf)  # kept referenced: a collected client never completes its futures
     future = admin.list_consumer_groups(request_timeout=timeout)
     result = result_of(future, "list consumer groups", timeout)
-    return sorted(g.group_id for g in result.valid)
+    return sorted({listed_group_id(g.group_id) for g in result.valid})
 
 
 def describe_groups(
