@@ -134,7 +134,7 @@ def test_reset_offsets_dry_run_then_execute_agree_with_kafka_python(
                    cluster=cluster)  # fmt: skip
     assert text.returncode == 0
     assert "dry run" in text.stderr
-    assert text.stdout.splitlines()[1].split() == [group, topic, "0", "5", "->", "0"]
+    assert text.stdout.splitlines()[1].split() == [group, topic, "0", "5", "0"]
 
 
 def test_a_group_with_members_is_not_reset_nor_deleted(

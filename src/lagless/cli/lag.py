@@ -11,7 +11,7 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
-from lagless.cli.common import interactive, kafka_conf, out_console, print_json
+from lagless.cli.common import interactive, kafka_conf, one_name, out_console, print_json
 from lagless.errors import ConfigError
 from lagless.kafka.offsets import PartitionKey
 from lagless.observe.lag import LagReader, PartitionLag, activity, measure_lag, totals
@@ -69,7 +69,8 @@ def lag_json(group: str, rows: Sequence[PartitionLag]) -> dict[str, Any]:
 
 def lag(
     ctx: typer.Context,
-    group: Annotated[str, typer.Option(help="consumer group")],
+    group_arg: Annotated[str | None, typer.Argument(metavar="GROUP", help="the group")] = None,
+    group_opt: Annotated[str | None, typer.Option("--group", help="the group (alias)")] = None,
     topic: Annotated[
         str | None, typer.Option(help="only this topic (default: all committed)")
     ] = None,
@@ -82,6 +83,7 @@ def lag(
     as_json: Annotated[bool, typer.Option("--json", help="JSON (one object per look)")] = False,
 ) -> None:
     """Lag per partition in records and seconds; --watch adds OK/WARN/STALL/STOP."""
+    group = one_name("group", group_arg, group_opt)
     if interval <= 0 or window <= 0:
         raise ConfigError("--interval and --window must be positive")
     if iterations is not None and iterations < 1:

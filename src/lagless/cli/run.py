@@ -20,8 +20,9 @@ import typer
 from lagless.app import App
 from lagless.app.app import imported_by_cli
 from lagless.app.health import LOCALHOST
-from lagless.cli.common import options, print_json, settings
+from lagless.cli.common import options, print_json, settings, with_properties
 from lagless.cli.consume_run import EXIT_INTERRUPTED, describe
+from lagless.config import KafkaSettings
 from lagless.engine import OnFailure, Ordering
 from lagless.errors import ConfigError
 
@@ -176,8 +177,11 @@ def run(
         "stall_seconds": stall_seconds,
     }
     opts = options(ctx)
-    given = opts.bootstrap or opts.config or opts.state_dir
-    configured = app.configured(settings(ctx) if given else None, **overrides)
+    if opts.bootstrap or opts.config or opts.state_dir:
+        connection: KafkaSettings | None = settings(ctx)
+    else:  # the app's own connection, with the -X properties if any
+        connection = with_properties(app.settings(), opts) if opts.librdkafka else None
+    configured = app.configured(connection, **overrides)
     summaries = configured.run(metrics_port, metrics_host or LOCALHOST)
     if as_json:
         print_json({name: s.to_json() for name, s in summaries.items()})

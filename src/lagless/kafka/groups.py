@@ -3,7 +3,9 @@
 States are printed with Kafka's own names (``Stable``, ``Empty``, ``PreparingRebalance``, ...).
 A group with members in ``Stable``, ``PreparingRebalance`` or ``CompletingRebalance`` is active:
 its offsets must not be reset or deleted from outside. The embedded broker (Tansu 0.6) answers
-DescribeGroups with the state but an empty member list.
+DescribeGroups with the state but an empty member list, and a member id where the assignor's
+name belongs: what a broker did not answer is kept apart from zero (``members_known``,
+``protocol`` empty), never shown as a fact.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from urllib.parse import unquote
 from confluent_kafka import ConsumerGroupState
 
 from lagless.errors import LaglessError
-from lagless.kafka.admin import result_of
+from lagless.kafka.admin import committed_offsets, result_of
 from lagless.kafka.clients import make_admin
 from lagless.kafka.offsets import PartitionKey
 
@@ -48,8 +50,14 @@ class GroupInfo:
 
     group: str
     state: str
-    protocol: str
+    protocol: str  # the assignor's name; "" when not answered
     members: tuple[Member, ...]
+    members_known: bool = True  # False: the broker did not say who the members are
+
+    @property
+    def member_count(self) -> int | None:
+        """How many members, or None when the broker did not answer it."""
+        return len(self.members) if self.members_known else None
 
     @property
     def active(self) -> bool:
@@ -66,8 +74,8 @@ class GroupInfo:
         return {
             "group": self.group,
             "state": self.state,
-            "protocol": self.protocol,
-            "members": len(self.members),
+            "protocol": self.protocol or None,
+            "members": self.member_count,
         }
 
 
@@ -126,8 +134,22 @@ def describe_groups(
             )
             for m in desc.members or []
         )
-        out.append(GroupInfo(group, state_name(desc.state), desc.partition_assignor or "", members))
+        state = state_name(desc.state)
+        known = bool(members) or state not in ACTIVE_STATES  # an active group has members
+        assignor = assignor_name(desc.partition_assignor)
+        out.append(GroupInfo(group, state, assignor, members, known))
     return out
+
+
+MEMBER_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def assignor_name(answered: str | None) -> str:
+    """The assignor's name as answered; "" for none, or for a member id sent in its place
+    (the embedded broker's answer): an assignor's name never holds a UUID."""
+    if not answered or MEMBER_ID.search(answered):
+        return ""
+    return answered
 
 
 def describe_group(conf: Mapping[str, Any], group: str, timeout: float = 10.0) -> GroupInfo:
@@ -135,8 +157,13 @@ def describe_group(conf: Mapping[str, Any], group: str, timeout: float = 10.0) -
 
 
 def delete_group(conf: Mapping[str, Any], group: str, timeout: float = 10.0) -> None:
-    """Delete a group and its committed offsets; refused while it has active members."""
+    """Delete a group and its committed offsets; refused while it has active members, and
+    for a group the cluster does not know (some brokers answer such a delete with success)."""
     info = describe_group(conf, group, timeout)
+    if info.state == "Dead" or (
+        group not in group_ids(conf, timeout) and not committed_offsets(conf, group)
+    ):
+        raise LaglessError(f"no group {group!r} on this cluster: nothing deleted")
     if info.active:
         raise LaglessError(
             f"group {group!r} is {info.state} with active members: stop its consumers first"
