@@ -154,6 +154,15 @@ def test_a_group_with_members_is_not_reset_nor_deleted(
         assert consumer.assignment(), "the consumer never joined"
         listed = {g["group"]: g for g in cli_json(cluster, "group", "list")["groups"]}
         assert listed[group]["state"] == "Stable"
+        # what the broker does not answer is unknown, not zero, and no member id as protocol
+        if cluster.embedded:
+            assert (listed[group]["members"], listed[group]["protocol"]) == (None, None)
+            text = run_cli("group", "list", cluster=cluster).stdout.splitlines()
+            assert [group, "Stable", "?", "?"] in [line.split() for line in text]
+            described = run_cli("group", "describe", group, "--members", cluster=cluster)
+            assert "its members: not answered by the broker" in described.stderr
+        else:
+            assert listed[group]["members"] == 1 and listed[group]["protocol"]
         proc = run_cli("group", "reset-offsets", group, "--topic", topic, "--to-latest",
                        "--execute", cluster=cluster)  # fmt: skip
         assert proc.returncode == 1

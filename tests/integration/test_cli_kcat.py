@@ -144,6 +144,11 @@ def test_plain_json_payments_are_consumed_by_the_readme_app(
     assert run.returncode == 0, run.stderr
     summary = json.loads(run.stdout)["big"]
     assert (summary["processed"], summary["dlq"]) == (5, 0)
+    # what it does, said at default verbosity
+    assert f"lagless: running service:app on {cluster.bootstrap} (PLAINTEXT)" in run.stderr
+    assert f"lagless: handler big: {source} in group " in run.stderr
+    assert f"outputs to {out}, dead letters to {dlq}, ordering key" in run.stderr
+    assert "lagless: handler big joined its group: 3 partitions" in run.stderr
     big = [json.loads(line)["value"] for line in run_cli(
         "tail", out, "--json", cluster=cluster).stdout.splitlines()]  # fmt: skip
     assert sorted(json.loads(v)["payment_id"] for v in big) == ["p2", "p3", "p4"]

@@ -83,6 +83,12 @@ def test_positional_or_alias_one_shape(cluster: Cluster, make_topic: Callable[..
     assert none.returncode == 2 and "give the topic" in none.stderr
     described = run_cli("topic", "describe", "--topic", topic, "--json", cluster=cluster)
     assert json.loads(described.stdout)["records"] == 2
+    other = unique("t")
+    made = run_cli("topic", "create", "--topic", other, "--partitions", "2", "--json",
+                   cluster=cluster)  # fmt: skip
+    assert json.loads(made.stdout) == {"topic": other, "created": True}
+    gone = run_cli("topic", "delete", other, "--yes", "--json", cluster=cluster)
+    assert json.loads(gone.stdout) == {"deleted": [other]}
 
 
 def test_kafka_consumer_groups_spellings(

@@ -36,7 +36,7 @@ from lagless.app.runner import Runner
 from lagless.app.signals import stop_on_signals, unclaimed_signals
 from lagless.config import KafkaSettings, load_settings
 from lagless.connect import resolve
-from lagless.engine import EngineConfig, RunSummary
+from lagless.engine import EngineConfig, Progress, RunSummary
 from lagless.errors import ConfigError
 from lagless.kafka.admin import check_reachable
 
@@ -185,14 +185,16 @@ class App:
 
     # -- running --------------------------------------------------------------------------
 
-    def _start(self, metrics_port: int | None, metrics_host: str = LOCALHOST) -> Runner:
+    def _start(
+        self, metrics_port: int | None, metrics_host: str = LOCALHOST, on_progress: Any = None
+    ) -> Runner:
         with self._claim:  # one run at a time, claimed before the (slow) start
             if self._busy:
                 raise ConfigError("the app is already running")
             self._busy = True
             self._stop_asked = False
         try:
-            runner = self._launch(metrics_port, metrics_host)
+            runner = self._launch(metrics_port, metrics_host, on_progress)
         except BaseException:
             self._busy = False
             raise
@@ -202,7 +204,7 @@ class App:
                 runner.stop_event.set()
         return runner
 
-    def _launch(self, metrics_port: int | None, metrics_host: str) -> Runner:
+    def _launch(self, metrics_port: int | None, metrics_host: str, on_progress: Any) -> Runner:
         if _CLI_IMPORT:
             raise ConfigError(
                 f"app.run() was called while lagless run imported {_CLI_IMPORT[-1]!r}: guard "
@@ -220,7 +222,9 @@ class App:
         conf = self.settings().to_librdkafka()
         check_reachable(conf)
         check_outputs_exist(conf, (s.output for s in self.specs if s.output is not None))
-        runner = Runner(conf, self.specs, configs, metrics=(metrics_host, metrics_port))
+        runner = Runner(
+            conf, self.specs, configs, (metrics_host, metrics_port), on_progress=on_progress
+        )
         runner.start()
         return runner
 
@@ -234,13 +238,17 @@ class App:
         return self.summaries
 
     def run(
-        self, metrics_port: int | None = None, metrics_host: str = LOCALHOST
+        self,
+        metrics_port: int | None = None,
+        metrics_host: str = LOCALHOST,
+        on_progress: Callable[[str, Progress], None] | None = None,
     ) -> dict[str, RunSummary]:
         """Run every handler until each one's stop condition or SIGTERM/SIGINT; each handler's
         summary by name. Raises the first handler failure (after stopping the others).
         ``metrics_port``: serve /metrics, /healthz and /readyz on ``metrics_host`` (loopback
-        by default; ``0.0.0.0`` for a Kubernetes probe, which calls the pod's address)."""
-        runner = self._start(metrics_port, metrics_host)
+        by default; ``0.0.0.0`` for a Kubernetes probe, which calls the pod's address).
+        ``on_progress(handler, progress)``: each engine's progress, about twice a second."""
+        runner = self._start(metrics_port, metrics_host, on_progress)
         event = runner.stop_event
         with stop_on_signals(event.is_set, event.set, runner.hurry):
             try:

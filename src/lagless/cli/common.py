@@ -166,3 +166,13 @@ def one_name(what: str, positional: str | None, option: str | None) -> str:
     if not name:
         raise ConfigError(f"give the {what}: {what.upper()} or --{what} {what.upper()}")
     return name
+
+
+def per_second(rate: float) -> str:
+    """A rate, the one way every line writes it: enough digits that a slow run does not read
+    as zero (``0.43``, ``12.5``, ``3105``); the caller adds the unit."""
+    if rate >= 100:
+        return f"{rate:.0f}"
+    if rate >= 1:
+        return f"{rate:.1f}"
+    return f"{rate:.2g}" if rate > 0 else "0"

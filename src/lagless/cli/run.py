@@ -20,9 +20,9 @@ import typer
 from lagless.app import App
 from lagless.app.app import imported_by_cli
 from lagless.app.health import LOCALHOST
-from lagless.cli.common import options, print_json, settings, with_properties
+from lagless.cli.common import interactive, options, print_json, settings, with_properties
 from lagless.cli.consume_run import EXIT_INTERRUPTED, describe
-from lagless.config import KafkaSettings
+from lagless.cli.run_status import announce, run_status
 from lagless.engine import OnFailure, Ordering
 from lagless.errors import ConfigError
 
@@ -178,11 +178,15 @@ def run(
     }
     opts = options(ctx)
     if opts.bootstrap or opts.config or opts.state_dir:
-        connection: KafkaSettings | None = settings(ctx)
+        connection = settings(ctx)
     else:  # the app's own connection, with the -X properties if any
-        connection = with_properties(app.settings(), opts) if opts.librdkafka else None
+        connection = with_properties(app.settings(), opts)
     configured = app.configured(connection, **overrides)
-    summaries = configured.run(metrics_port, metrics_host or LOCALHOST)
+    metrics = (metrics_host or LOCALHOST, metrics_port)
+    announce(target, configured, connection, metrics)
+    names = [spec.name for spec in configured.specs]
+    with run_status(names, interactive() and not as_json) as status:
+        summaries = configured.run(metrics_port, metrics[0], on_progress=status)
     if as_json:
         print_json({name: s.to_json() for name, s in summaries.items()})
     else:

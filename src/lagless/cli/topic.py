@@ -36,11 +36,15 @@ def create(
     partitions: Annotated[int, typer.Option(min=1, help="number of partitions")] = 6,
     replication: Annotated[int, typer.Option(min=1, help="replication factor")] = 1,
     exist_ok: Annotated[bool, typer.Option("--exist-ok", help="no error if it exists")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
 ) -> None:
     """Create a topic."""
     name = one_name("topic", name_arg, topic_opt)
     created = create_topic(kafka_conf(ctx), name, partitions, replication, exist_ok=exist_ok)
-    out_console.print(f"topic {name} {'created' if created else 'exists'}")
+    if as_json:
+        print_json({"topic": name, "created": created})
+    else:
+        out_console.print(f"topic {name} {'created' if created else 'exists'}")
 
 
 @app.command()
@@ -104,6 +108,7 @@ def delete(
         list[str] | None, typer.Option("--topic", help="a topic to delete (alias, repeat)")
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
 ) -> None:
     """Delete topics and all their records."""
     names = [*(names_arg or []), *(topic_opt or [])]
@@ -117,4 +122,7 @@ def delete(
                       abort=True, err=True)  # fmt: skip
     for name in names:
         delete_topic(conf, name)
-        out_console.print(f"topic {name} deleted")
+        if not as_json:
+            out_console.print(f"topic {name} deleted")
+    if as_json:
+        print_json({"deleted": names})
