@@ -15,6 +15,7 @@ from lagless.cli import (
     broker,
     consume,
     demo,
+    dlq,
     group,
     lab,
     lag,
@@ -105,6 +106,7 @@ def main_options(
 app.add_typer(broker.app, name="broker")
 app.add_typer(topic.app, name="topic")
 app.add_typer(group.app, name="group")
+app.add_typer(dlq.app, name="dlq")
 app.command("tail")(tail.tail)
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)

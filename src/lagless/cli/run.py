@@ -66,12 +66,15 @@ def load_app(spec: str) -> App:
 
 
 def _where(exc: Exception) -> str:
-    """``exc``'s message and the file and line it was raised at (the last frame's)."""
+    """``exc``'s message and the file and line it was raised at: the deepest frame in the
+    user's code (under the current directory), not in the standard library or a package."""
     if isinstance(exc, SyntaxError):
         name, line, message = exc.filename, exc.lineno, exc.msg
     else:
         frames = traceback.extract_tb(exc.__traceback__)
-        name, line, message = frames[-1].filename, frames[-1].lineno, str(exc)
+        here = os.getcwd() + os.sep
+        mine = [f for f in frames if f.filename.startswith(here)] or frames[-1:]
+        name, line, message = mine[-1].filename, mine[-1].lineno, str(exc)
     return f"{message} ({os.path.relpath(name) if name else '?'}, line {line})"
 
 
