@@ -142,3 +142,28 @@ def test_deleting_an_unknown_group_is_an_error(cluster: Cluster) -> None:
     proc = run_cli("group", "delete", unique("never-seen"), cluster=cluster)
     assert proc.returncode == 1
     assert "on this cluster: nothing deleted" in proc.stderr and "deleted\n" not in proc.stdout
+
+
+def test_sasl_against_the_plaintext_listener_says_mismatch(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    if not cluster.embedded:
+        pytest.skip("needs a PLAINTEXT listener: the embedded broker's")
+    settings = tmp_path / "sasl.toml"
+    settings.write_text(
+        f'[kafka]\nbootstrap = "{cluster.bootstrap}"\nsecurity_protocol = "SASL_PLAINTEXT"\n'
+        'sasl_mechanism = "SCRAM-SHA-256"\nsasl_username = "u"\nsasl_password = "p"\n'
+    )
+    proc = run_cli("--config", str(settings), "topic", "list")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(
+        f"lagless: error: authentication/protocol mismatch at {cluster.bootstrap}: the "
+        "listener accepts connections but no Kafka answer came with security.protocol "
+        "SASL_PLAINTEXT, sasl.mechanism SCRAM-SHA-256"
+    )
+    assert proc.stderr.count("\n") == 1
+    typo = tmp_path / "typo.toml"
+    typo.write_text(f'bootstrap = "{cluster.bootstrap}"\nclient_idd = "x"\n')
+    proc = run_cli("topic", "list", "--config", str(typo))
+    assert proc.returncode == 2
+    assert "'client_idd' is not a setting (did you mean client_id?)" in proc.stderr

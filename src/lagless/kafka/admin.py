@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -45,9 +46,34 @@ def check_reachable(conf: Mapping[str, Any], timeout: float = 5.0) -> None:
     try:
         admin.list_topics(timeout=timeout)
     except KafkaException:
-        raise ClusterError(
-            f"cannot reach Kafka at {conf.get('bootstrap.servers')} within {timeout:.0f} s"
-        ) from None
+        raise ClusterError(unreachable(conf, timeout)) from None
+
+
+def unreachable(conf: Mapping[str, Any], timeout: float) -> str:
+    """Why the cluster did not answer: a listener that accepts connections but not the
+    configured security protocol (SASL or TLS against a plaintext listener, or the reverse)
+    is a protocol or authentication mismatch, not an unreachable cluster."""
+    servers = str(conf.get("bootstrap.servers", ""))
+    protocol = str(conf.get("security.protocol", "PLAINTEXT")).upper()
+    if protocol != "PLAINTEXT" and any(accepts(s) for s in servers.split(",")):
+        mechanism = f", sasl.mechanism {conf['sasl.mechanism']}" if "SASL" in protocol else ""
+        return (
+            f"authentication/protocol mismatch at {servers}: the listener accepts connections "
+            f"but no Kafka answer came with security.protocol {protocol}{mechanism} within "
+            f"{timeout:.0f} s: check them against the listener (a PLAINTEXT listener? wrong "
+            "credentials or CA?)"
+        )
+    return f"cannot reach Kafka at {servers} within {timeout:.0f} s"
+
+
+def accepts(server: str, timeout: float = 2.0) -> bool:
+    """Whether ``HOST:PORT`` accepts a TCP connection."""
+    host, _, port = server.strip().rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def create_topic(
