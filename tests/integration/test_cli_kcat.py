@@ -139,8 +139,8 @@ def test_plain_json_payments_are_consumed_by_the_readme_app(
     proc = run_cli("produce", source, "--from", str(tmp_path / "payments.jsonl"), cluster=cluster)
     assert proc.returncode == 0, proc.stderr
     assert f"produced 5 records to {source} (0 failed)" in proc.stdout
-    run = run_cli("run", "service:app", "--until-idle", "2", "--json", *GROUP_FLAGS,
-                  cluster=cluster, cwd=tmp_path)  # fmt: skip
+    run = run_cli("run", "service:app", "--until-idle", "2", "--json", "--record", "rec",
+                  *GROUP_FLAGS, cluster=cluster, cwd=tmp_path)  # fmt: skip
     assert run.returncode == 0, run.stderr
     summary = json.loads(run.stdout)["big"]
     assert (summary["processed"], summary["dlq"]) == (5, 0)
@@ -149,6 +149,12 @@ def test_plain_json_payments_are_consumed_by_the_readme_app(
     assert f"lagless: handler big: {source} in group " in run.stderr
     assert f"outputs to {out}, dead letters to {dlq}, ordering key" in run.stderr
     assert "lagless: handler big joined its group: 3 partitions" in run.stderr
+    # --record: the run sampled for the HTML report, as consume --record does
+    assert "lagless: run recorded in rec: lagless report rec" in run.stderr
+    assert json.loads((tmp_path / "rec" / "run.json").read_text())["handler"] == "big"
+    assert (tmp_path / "rec" / "timeline.jsonl").read_text().strip()
+    report = run_cli("report", "rec", cwd=tmp_path)
+    assert report.returncode == 0 and (tmp_path / "rec" / "report.html").is_file()
     big = [json.loads(line)["value"] for line in run_cli(
         "tail", out, "--json", cluster=cluster).stdout.splitlines()]  # fmt: skip
     assert sorted(json.loads(v)["payment_id"] for v in big) == ["p2", "p3", "p4"]

@@ -39,6 +39,7 @@ from lagless.connect import resolve
 from lagless.engine import EngineConfig, Progress, RunSummary
 from lagless.errors import ConfigError
 from lagless.kafka.admin import check_reachable
+from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +187,11 @@ class App:
     # -- running --------------------------------------------------------------------------
 
     def _start(
-        self, metrics_port: int | None, metrics_host: str = LOCALHOST, on_progress: Any = None
+        self,
+        metrics_port: int | None,
+        metrics_host: str = LOCALHOST,
+        on_progress: Any = None,
+        on_start: Callable[[Mapping[str, Metrics]], object] | None = None,
     ) -> Runner:
         with self._claim:  # one run at a time, claimed before the (slow) start
             if self._busy:
@@ -195,6 +200,8 @@ class App:
             self._stop_asked = False
         try:
             runner = self._launch(metrics_port, metrics_host, on_progress)
+            if on_start is not None:  # e.g. lagless run --record: sample each handler's metrics
+                on_start(runner.metrics)
         except BaseException:
             self._busy = False
             raise
@@ -242,13 +249,15 @@ class App:
         metrics_port: int | None = None,
         metrics_host: str = LOCALHOST,
         on_progress: Callable[[str, Progress], None] | None = None,
+        on_start: Callable[[Mapping[str, Metrics]], object] | None = None,
     ) -> dict[str, RunSummary]:
         """Run every handler until each one's stop condition or SIGTERM/SIGINT; each handler's
         summary by name. Raises the first handler failure (after stopping the others).
         ``metrics_port``: serve /metrics, /healthz and /readyz on ``metrics_host`` (loopback
         by default; ``0.0.0.0`` for a Kubernetes probe, which calls the pod's address).
-        ``on_progress(handler, progress)``: each engine's progress, about twice a second."""
-        runner = self._start(metrics_port, metrics_host, on_progress)
+        ``on_progress(handler, progress)``: each engine's progress, about twice a second;
+        ``on_start(metrics)``: each handler's metrics, once the engines are started."""
+        runner = self._start(metrics_port, metrics_host, on_progress, on_start)
         event = runner.stop_event
         with stop_on_signals(event.is_set, event.set, runner.hurry):
             try:

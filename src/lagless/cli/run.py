@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -22,7 +23,7 @@ from lagless.app.app import imported_by_cli
 from lagless.app.health import LOCALHOST
 from lagless.cli.common import interactive, options, print_json, settings, with_properties
 from lagless.cli.consume_run import EXIT_INTERRUPTED, describe
-from lagless.cli.run_status import announce, run_status
+from lagless.cli.run_status import RunRecording, announce, run_status
 from lagless.engine import OnFailure, Ordering
 from lagless.errors import ConfigError
 
@@ -139,6 +140,10 @@ def run(
         str | None,
         typer.Option(help="address to serve them on (default 127.0.0.1); 0.0.0.0 for a pod"),
     ] = None,
+    record: Annotated[
+        Path | None,
+        typer.Option(help="sample the run into DIR (DIR/HANDLER for several) for lagless report"),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="print one JSON object (summary per handler)")
     ] = False,
@@ -188,8 +193,9 @@ def run(
     metrics = (metrics_host or LOCALHOST, metrics_port)
     announce(target, configured, connection, metrics)
     names = [spec.name for spec in configured.specs]
-    with run_status(names, interactive() and not as_json) as status:
-        summaries = configured.run(metrics_port, metrics[0], on_progress=status)
+    live = interactive() and not as_json
+    with run_status(names, live) as status, RunRecording(record, target, configured) as rec:
+        summaries = configured.run(metrics_port, metrics[0], on_progress=status, on_start=rec.start)
     if as_json:
         print_json({name: s.to_json() for name, s in summaries.items()})
     else:

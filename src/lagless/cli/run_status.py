@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
 from rich.progress import Progress as Bar
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from lagless.app import App
 from lagless.cli.common import err_console, note, per_second
+from lagless.cli.consume import run_settings
 from lagless.config import KafkaSettings
 from lagless.engine import EngineConfig, Progress
+from lagless.observe.metrics import Metrics
 
 
 def handler_line(name: str, config: EngineConfig, output: str | None) -> str:
@@ -95,3 +98,36 @@ def run_status(handlers: Sequence[str], live: bool) -> Iterator[RunStatus]:
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Bar(*columns, console=err_console, transient=True) as bar:
         yield RunStatus(handlers, bar)
+
+
+class RunRecording:
+    """``lagless run --record DIR``: each handler's metrics sampled into a run directory
+    (DIR itself for one handler, DIR/HANDLER for several), for ``lagless report``."""
+
+    def __init__(self, directory: Path | None, target: str, app: App) -> None:
+        self._directory = directory
+        self._target = target
+        self._configs = dict(zip((s.name for s in app.specs), app.engine_configs(), strict=True))
+        self._stack = contextlib.ExitStack()
+
+    def directories(self) -> dict[str, Path]:
+        if self._directory is None:
+            return {}
+        one = len(self._configs) == 1
+        return {n: self._directory if one else self._directory / n for n in self._configs}
+
+    def start(self, metrics: Mapping[str, Metrics]) -> None:
+        from lagless.observe.timeline import Recorder
+
+        for name, directory in self.directories().items():
+            config = self._configs[name]
+            settings = {**run_settings(config, name), "run": f"lagless run {self._target}"}
+            self._stack.enter_context(Recorder(metrics[name], directory, settings=settings))
+
+    def __enter__(self) -> RunRecording:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+        for directory in self.directories().values():
+            note(f"run recorded in {directory}: lagless report {directory}")
