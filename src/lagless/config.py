@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from lagless.errors import ConfigError
@@ -37,9 +37,48 @@ class KafkaSettings(BaseSettings):
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
     ssl_ca_location: str | None = None
+    ssl_certificate_location: str | None = None  # mTLS: the client's certificate (PEM)
+    ssl_key_location: str | None = None  # mTLS: its private key (PEM)
+    ssl_key_password: SecretStr | None = None
+    sasl_oauthbearer_token_endpoint_url: str | None = None  # OIDC client credentials
+    sasl_oauthbearer_client_id: str | None = None
+    sasl_oauthbearer_client_secret: SecretStr | None = None
+    sasl_oauthbearer_scope: str | None = None
     librdkafka: dict[str, str] = Field(
         default_factory=dict, description="extra librdkafka properties, passed through"
     )
+
+    @model_validator(mode="after")
+    def _security_consistent(self) -> KafkaSettings:
+        """Settings that cannot work together are refused here, not found out as a timeout."""
+        protocol = self.security_protocol
+        if self.sasl_mechanism and "SASL" not in protocol:
+            raise ValueError(
+                f"sasl_mechanism {self.sasl_mechanism} needs security_protocol SASL_SSL (or "
+                f"SASL_PLAINTEXT), not {protocol}"
+            )
+        if "SASL" in protocol and not self.sasl_mechanism:
+            raise ValueError(f"security_protocol {protocol} needs a sasl_mechanism")
+        if self.sasl_mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and not (
+            self.sasl_username and self.sasl_password
+        ):
+            raise ValueError(f"sasl_mechanism {self.sasl_mechanism} needs sasl_username and "
+                             "sasl_password")  # fmt: skip
+        oidc = (self.sasl_oauthbearer_token_endpoint_url, self.sasl_oauthbearer_client_id,
+                self.sasl_oauthbearer_client_secret)  # fmt: skip
+        if any(oidc) and not (all(oidc) and self.sasl_mechanism == "OAUTHBEARER"):
+            raise ValueError(
+                "OAUTHBEARER (OIDC) needs sasl_mechanism OAUTHBEARER with "
+                "sasl_oauthbearer_token_endpoint_url, _client_id and _client_secret"
+            )
+        tls = (self.ssl_ca_location, self.ssl_certificate_location, self.ssl_key_location)
+        if any(tls) and "SSL" not in protocol:
+            raise ValueError(
+                f"ssl_* settings need security_protocol SSL or SASL_SSL, not {protocol}"
+            )
+        if bool(self.ssl_certificate_location) != bool(self.ssl_key_location):
+            raise ValueError("mTLS needs both ssl_certificate_location and ssl_key_location")
+        return self
 
     @field_validator("bootstrap")
     @classmethod
@@ -71,8 +110,22 @@ class KafkaSettings(BaseSettings):
             conf["sasl.username"] = self.sasl_username
         if self.sasl_password is not None:
             conf["sasl.password"] = self.sasl_password.get_secret_value()
-        if self.ssl_ca_location:
-            conf["ssl.ca.location"] = self.ssl_ca_location
+        plain = {
+            "ssl.ca.location": self.ssl_ca_location,
+            "ssl.certificate.location": self.ssl_certificate_location,
+            "ssl.key.location": self.ssl_key_location,
+            "sasl.oauthbearer.token.endpoint.url": self.sasl_oauthbearer_token_endpoint_url,
+            "sasl.oauthbearer.client.id": self.sasl_oauthbearer_client_id,
+            "sasl.oauthbearer.scope": self.sasl_oauthbearer_scope,
+        }
+        conf.update({k: v for k, v in plain.items() if v})
+        secrets = {
+            "ssl.key.password": self.ssl_key_password,
+            "sasl.oauthbearer.client.secret": self.sasl_oauthbearer_client_secret,
+        }
+        conf.update({k: v.get_secret_value() for k, v in secrets.items() if v is not None})
+        if self.sasl_oauthbearer_token_endpoint_url:
+            conf["sasl.oauthbearer.method"] = "oidc"
         conf.update(self.librdkafka)
         return conf
 
@@ -140,6 +193,7 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> KafkaSet
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
         file_values = dict(data.get("kafka", data))
+        misspelt(file_values, path)
     flags = {k: v for k, v in overrides.items() if v is not None}
     try:
         env_only = KafkaSettings()
@@ -148,5 +202,18 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> KafkaSet
         return KafkaSettings.model_validate(merged)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "settings"
-        raise ConfigError(f"invalid setting {where}: {first['msg']}") from None
+        where = ".".join(str(p) for p in first["loc"])
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"invalid setting {where}: {message}" if where else message) from None
+
+
+def misspelt(values: Mapping[str, Any], path: Path) -> None:
+    """ConfigError naming a key of the settings file that is not a setting, with the closest
+    real one (as the environment variables get)."""
+    fields = sorted(KafkaSettings.model_fields)
+    for key in values:
+        if key in fields:
+            continue
+        close = difflib.get_close_matches(key, fields, 1, 0.6)
+        hint = f" (did you mean {close[0]}?)" if close else f" (settings: {', '.join(fields)})"
+        raise ConfigError(f"config file {path}: {key!r} is not a setting{hint}")

@@ -105,7 +105,7 @@ def test_tab_lines_from_stdin_and_tail_formats(
     assert f"produced 3 records to {topic} (0 failed) from 4 lines" in proc.stdout
     proc = run_cli("tail", topic, "--format", "{partition}:{offset} {key}={value}",
                    cluster=cluster)  # fmt: skip
-    assert proc.stdout.splitlines() == ["0:0 k1=v1", "0:1 k2=v\\t2", "0:2 =nokey"]
+    assert proc.stdout.splitlines() == ["0:0 k1=v1", "0:1 k2=v\\t2", "0:2 NULL=nokey"]
     # offsets, from the end, a count
     assert [r["offset"] for r in tail_json(cluster, topic, "--from", "1")] == [1, 2]
     assert [r["offset"] for r in tail_json(cluster, topic, "--from", "-1")] == [2]
@@ -137,7 +137,7 @@ def test_tail_partition_time_and_binary(
                    "{key}|{value}|{headers}|{timestamp}", cluster=cluster)  # fmt: skip
     key, value, headers, stamp = proc.stdout.strip().split("|")
     assert (key, value, headers) == ("\\x00\\xff", "new\\n1", "h=x")  # shown safely, one line
-    assert abs(int(stamp) / 1000 - time.time()) < 60
+    assert abs(int(stamp) / 1000 - time.time()) < 600  # produced in this test (a loaded machine)
     proc = run_cli("tail", topic, "--partition", "7", cluster=cluster)
     assert proc.returncode == 2 and "has no partition 7" in proc.stderr
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -87,7 +88,17 @@ def test_table_output(cluster: Cluster, make_topic: Callable[..., str], group: s
     alter_committed_offsets(cluster.conf, group, {(topic, 0): 3})
     result = run_cli("lag", "--group", group, "--topic", topic, cluster=cluster)
     assert result.returncode == 0, result.stderr
-    assert "total lag 4 records" in result.stdout
+    assert f"group {group}: total lag 4 records" in result.stderr
+    table = [line.split() for line in result.stdout.splitlines()]
+    assert table[0] == [
+        "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "LAG-SECONDS"
+    ]  # fmt: skip
+    # the lag in seconds in the cells group describe prints: one format for both
+    described = run_cli("group", "describe", group, cluster=cluster).stdout.splitlines()
+    assert table[1][:5] == [topic, "0", "3", "7", "4"]
+    assert described[1].split()[1:6] == table[1][:5]
+    for seconds in (described[1].split()[6], table[1][5]):  # seconds, one decimal, both
+        assert re.fullmatch(r"\d+\.\d", seconds), seconds
 
 
 @pytest.fixture

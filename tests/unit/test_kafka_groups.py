@@ -31,3 +31,12 @@ def test_describe_rows_name_the_owner_of_each_partition() -> None:
     assert activity(GroupInfo("g", "Empty", "", ())) is False
     assert activity(GroupInfo("g", "Unknown", "", ())) is None
     assert activity(None) is None
+
+
+def test_a_listed_percent_encoded_id_is_the_real_id() -> None:
+    from lagless.kafka.groups import listed_group_id
+
+    assert listed_group_id("bars%3Cimg%3E") == "bars<img>"
+    assert listed_group_id("plain-group") == "plain-group"
+    assert listed_group_id("100%") == "100%"  # not an escape
+    assert listed_group_id("a%FFb") == "a%FFb"  # escapes that are not UTF-8: kept as listed

@@ -55,3 +55,22 @@ def test_new_offsets_are_clamped_to_the_partition() -> None:
     assert new_offset(ResetSpec(ResetTo.DATETIME, 0), 7, start=2, end=10, at_time=6) == 6
     with pytest.raises(ValueError):
         new_offset(ResetSpec(ResetTo.DATETIME, 0), 7, start=2, end=10)
+
+
+def test_topic_selectors_files_and_to_current() -> None:
+    from lagless.kafka.reset import ResetRow, offsets_csv, parse_selectors, read_offsets_csv
+
+    assert parse_selectors(["a", "b:0,2", "b:1", "a:3"]) == {"a": (), "b": (0, 1, 2)}
+    with pytest.raises(ConfigError, match="TOPIC:P"):
+        parse_selectors(["b:x"])
+    rows = [ResetRow("a", 0, 3, 5), ResetRow("b,c", 1, None, 0)]
+    text = offsets_csv(rows)
+    assert text == 'a,0,5\n"b,c",1,0\n'
+    assert read_offsets_csv(text, "f.csv") == {("a", 0): 5, ("b,c", 1): 0}
+    with pytest.raises(ConfigError, match=r"f\.csv line 2: not TOPIC,PARTITION,OFFSET"):
+        read_offsets_csv("a,0,5\na,zero,5\n", "f.csv")
+    assert build_spec(False, False, None, None, None, None, current=True) == ResetSpec(
+        ResetTo.CURRENT
+    )
+    assert new_offset(ResetSpec(ResetTo.CURRENT), 7, start=2, end=10) == 7
+    assert new_offset(ResetSpec(ResetTo.CURRENT), None, start=2, end=10) == 2

@@ -38,9 +38,10 @@ from lagless.app.runner import Runner
 from lagless.app.signals import stop_on_signals, unclaimed_signals
 from lagless.config import KafkaSettings, load_settings
 from lagless.connect import resolve
-from lagless.engine import EngineConfig, RunSummary
+from lagless.engine import EngineConfig, Progress, RunSummary
 from lagless.errors import ConfigError
 from lagless.kafka.admin import check_reachable
+from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -194,17 +195,34 @@ class App:
 
     # -- running --------------------------------------------------------------------------
 
-    def _start(self, metrics_port: int | None, metrics_host: str | None) -> Runner:
+    def metrics_address(
+        self, metrics_port: int | None = None, metrics_host: str | None = None
+    ) -> tuple[str, int | None]:
+        """Where a run serves /metrics: the arguments, else ``LAGLESS_METRICS_PORT`` /
+        ``LAGLESS_METRICS_HOST``, else ``App(metrics_port=..., metrics_host=...)``; loopback by
+        default (:mod:`lagless.app.environment`)."""
+        env = environment.read()
+        port = _first(metrics_port, env.metrics_port, self.metrics_port)
+        host = _first(metrics_host, env.metrics_host, self.metrics_host) or LOCALHOST
+        return host, port
+
+    def _start(
+        self,
+        metrics_port: int | None,
+        metrics_host: str | None,
+        on_progress: Any = None,
+        on_start: Callable[[Mapping[str, Metrics]], object] | None = None,
+    ) -> Runner:
         with self._claim:  # one run at a time, claimed before the (slow) start
             if self._busy:
                 raise ConfigError("the app is already running")
             self._busy = True
             self._stop_asked = False
         try:
-            env = environment.read()
-            port = _first(metrics_port, env.metrics_port, self.metrics_port)
-            host = _first(metrics_host, env.metrics_host, self.metrics_host) or LOCALHOST
-            runner = self._launch(port, host, env)
+            host, port = self.metrics_address(metrics_port, metrics_host)
+            runner = self._launch(port, host, environment.read(), on_progress)
+            if on_start is not None:  # e.g. lagless run --record: sample each handler's metrics
+                on_start(runner.metrics)
         except BaseException:
             self._busy = False
             raise
@@ -214,7 +232,9 @@ class App:
                 runner.stop_event.set()
         return runner
 
-    def _launch(self, metrics_port: int | None, metrics_host: str, env: AppEnvironment) -> Runner:
+    def _launch(
+        self, metrics_port: int | None, metrics_host: str, env: AppEnvironment, on_progress: Any
+    ) -> Runner:
         if _CLI_IMPORT:
             raise ConfigError(
                 f"app.run() was called while lagless run imported {_CLI_IMPORT[-1]!r}: guard "
@@ -232,7 +252,9 @@ class App:
         conf = self.settings().to_librdkafka()
         check_reachable(conf)
         check_outputs_exist(conf, (s.output for s in self.specs if s.output is not None))
-        runner = Runner(conf, self.specs, configs, metrics=(metrics_host, metrics_port))
+        runner = Runner(
+            conf, self.specs, configs, (metrics_host, metrics_port), on_progress=on_progress
+        )
         runner.start()
         return runner
 
@@ -246,15 +268,21 @@ class App:
         return self.summaries
 
     def run(
-        self, metrics_port: int | None = None, metrics_host: str | None = None
+        self,
+        metrics_port: int | None = None,
+        metrics_host: str | None = None,
+        on_progress: Callable[[str, Progress], None] | None = None,
+        on_start: Callable[[Mapping[str, Metrics]], object] | None = None,
     ) -> dict[str, RunSummary]:
         """Run every handler until each one's stop condition or SIGTERM/SIGINT; each handler's
         summary by name. Raises the first handler failure (after stopping the others).
         ``metrics_port``: serve /metrics, /healthz and /readyz on ``metrics_host`` (loopback
         by default; ``0.0.0.0`` for a Kubernetes probe, which calls the pod's address). Not
         given, ``LAGLESS_METRICS_PORT`` / ``LAGLESS_METRICS_HOST`` then ``App(metrics_port=...,
-        metrics_host=...)`` apply (:mod:`lagless.app.environment`)."""
-        runner = self._start(metrics_port, metrics_host)
+        metrics_host=...)`` apply (:meth:`metrics_address`).
+        ``on_progress(handler, progress)``: each engine's progress, about twice a second;
+        ``on_start(metrics)``: each handler's metrics, once the engines are started."""
+        runner = self._start(metrics_port, metrics_host, on_progress, on_start)
         event = runner.stop_event
         with stop_on_signals(event.is_set, event.set, runner.hurry):
             try:

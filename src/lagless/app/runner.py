@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
@@ -20,7 +20,7 @@ from lagless.app.batch import async_batch_engine_handler, batch_engine_handler
 from lagless.app.handlers import HandlerSpec, async_engine_handler, engine_handler
 from lagless.app.health import LOCALHOST, AppHealth, serve
 from lagless.app.outputs import OutputProducer
-from lagless.engine import Engine, EngineConfig, RunSummary
+from lagless.engine import Engine, EngineConfig, Progress, RunSummary
 from lagless.errors import ConfigError, LaglessError
 from lagless.observe.metrics import Metrics
 
@@ -50,6 +50,7 @@ class Runner:
         specs: Sequence[HandlerSpec],
         configs: Sequence[EngineConfig],
         metrics: tuple[str, int | None] = (LOCALHOST, None),
+        on_progress: Callable[[str, Progress], None] | None = None,
     ) -> None:
         self._conf = dict(conf)
         self._specs = list(specs)
@@ -67,6 +68,7 @@ class Runner:
         self._server: WSGIServer | None = None
         self._finished = False
         self._hurried_at: float | None = None
+        self._on_progress = on_progress  # told each handler's progress (lagless run's status)
 
     def start(self) -> None:
         try:
@@ -79,6 +81,7 @@ class Runner:
                     self._engine_handler(spec, producer),
                     metrics=self.metrics[spec.name],
                     stop=self.stop_event,
+                    on_progress=self._progress_of(spec.name),
                 )
                 self._engines[spec.name] = engine
                 thread = threading.Thread(  # a daemon: one left behind must not hold the exit
@@ -98,6 +101,12 @@ class Runner:
             raise
         for thread in self._threads:
             thread.start()
+
+    def _progress_of(self, name: str) -> Callable[[Progress], None] | None:
+        observer = self._on_progress
+        if observer is None:
+            return None
+        return lambda progress: observer(name, progress)
 
     def _engine_handler(self, spec: HandlerSpec, producer: OutputProducer) -> Any:
         """A sync handler, or an ``async def`` one (the engine runs it on its event loop); per

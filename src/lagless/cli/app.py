@@ -16,6 +16,7 @@ from lagless.cli import (
     consume,
     demo,
     deploy,
+    dlq,
     group,
     lab,
     lag,
@@ -29,6 +30,7 @@ from lagless.cli import (
 )
 from lagless.cli import run as run_app
 from lagless.cli.common import GlobalOptions, setup_logging, warn
+from lagless.cli.globals import hoist, librdkafka_properties
 from lagless.config import unknown_variables
 from lagless.engine.loop import UNCLOSED
 from lagless.errors import ConfigError, LaglessError
@@ -39,8 +41,21 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
-    add_completion=False,
+    add_completion=True,
 )
+
+
+def show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        import confluent_kafka
+
+        typer.echo(
+            f"lagless {version('lagless')} (confluent-kafka {confluent_kafka.version()}, "
+            f"librdkafka {confluent_kafka.libversion()[0]})"
+        )
+        raise typer.Exit()
 
 
 @app.callback()
@@ -66,17 +81,34 @@ def main_options(
             "$XDG_STATE_HOME/lagless, else ~/.local/state/lagless)",
         ),
     ] = None,
+    properties: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-X",
+            metavar="KEY=VALUE",
+            help="any librdkafka property, for every client the command creates (repeat)",
+        ),
+    ] = None,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="more logs")] = 0,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=show_version, is_eager=True, help="print the version and exit"
+        ),
+    ] = False,
 ) -> None:
+    """Kafka pipelines that keep consumer lag near zero. The global options (-b, --config,
+    -X, --state-dir, -v) are accepted anywhere on the line: `lagless tail T -b HOST:PORT`."""
     setup_logging(verbose)
     for line in unknown_variables():
         warn(line)
-    ctx.obj = GlobalOptions(bootstrap, config, state_dir)
+    ctx.obj = GlobalOptions(bootstrap, config, state_dir, librdkafka_properties(properties or []))
 
 
 app.add_typer(broker.app, name="broker")
 app.add_typer(topic.app, name="topic")
 app.add_typer(group.app, name="group")
+app.add_typer(dlq.app, name="dlq")
 app.command("tail")(tail.tail)
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
@@ -99,7 +131,7 @@ def main() -> None:
 def run() -> int:
     """The app's exit code."""
     try:
-        code = app(standalone_mode=False)
+        code = app(args=hoist(sys.argv[1:]), standalone_mode=False)
     except Exit as exc:
         return int(exc.exit_code)
     except Abort:

@@ -38,7 +38,9 @@ def stop(
         bool, typer.Option("--purge", help="also delete the state directory's files (the log)")
     ] = False,
 ) -> None:
-    """Stop the broker and clear its state."""
+    """Stop the broker (SIGTERM, SIGKILL after 10 s). It keeps its state directory (the log:
+    --purge deletes it); a memory broker's topics and records end with it, an s3:// one's stay
+    in the bucket."""
     broker = _broker(ctx)
     state = broker.stop()
     out_console.print("broker stopped" if state else "broker was not running")

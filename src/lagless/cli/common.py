@@ -8,8 +8,8 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from rich.console import Console
 
 from lagless.config import KafkaSettings, load_settings
 from lagless.connect import resolve
+from lagless.errors import ConfigError
 from lagless.kafka.admin import check_reachable
 
 err_console = Console(stderr=True, soft_wrap=True)  # lines are never hard-wrapped
@@ -26,9 +27,13 @@ out_console = Console(soft_wrap=True)  # piped output stays one line per line
 
 @dataclass(frozen=True)
 class GlobalOptions:
+    """The global options (see :mod:`lagless.cli.globals`); ``librdkafka``: the ``-X``
+    properties, laid over the settings' own for every client."""
+
     bootstrap: str | None
     config: Path | None
     state_dir: Path | None
+    librdkafka: Mapping[str, str] = field(default_factory=dict)
 
 
 def setup_logging(verbosity: int) -> None:
@@ -76,14 +81,20 @@ def settings(ctx: typer.Context, *, check: bool = True, port: int | None = None)
     """Settings with a bootstrap, checked reachable. With none configured, the embedded
     broker's (started if needed, on ``port`` when given), said on stderr."""
     opts = options(ctx)
-    resolved = resolve(
-        load_settings(opts.config, bootstrap=opts.bootstrap), opts.state_dir, port=port
-    )
+    loaded = with_properties(load_settings(opts.config, bootstrap=opts.bootstrap), opts)
+    resolved = resolve(loaded, opts.state_dir, port=port)
     if resolved.fallback_note is not None:
         note(resolved.fallback_note)
     if check:
         check_reachable(resolved.settings.to_librdkafka())
     return resolved.settings
+
+
+def with_properties(base: KafkaSettings, opts: GlobalOptions) -> KafkaSettings:
+    """``base`` with the ``-X`` properties laid over its own librdkafka properties."""
+    if not opts.librdkafka:
+        return base
+    return base.model_copy(update={"librdkafka": {**base.librdkafka, **opts.librdkafka}})
 
 
 def kafka_conf(ctx: typer.Context, port: int | None = None) -> dict[str, Any]:
@@ -112,15 +123,56 @@ def print_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
-def print_columns(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """Plain aligned columns (as Kafka's own tools print them): never wrapped nor cut, so
-    they read the same in a terminal, a pipe or a file."""
+UNKNOWN = "?"  # a cell the cluster did not answer
+NONE = "-"  # a cell with nothing in it (no commit, no owner)
+
+
+def cell(value: object) -> str:
+    """One table cell, the one way every table writes it: ``-`` for nothing, a count as is,
+    seconds (any duration) with one decimal."""
+    if value is None:
+        return NONE
+    return f"{value:.1f}" if isinstance(value, float) else str(value)
+
+
+def columns(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """The lines of a table as Kafka's own tools print them: upper-case headers, columns
+    left-aligned and separated by spaces, never wrapped nor cut; so ``awk '{print $N}'``
+    reads the same column in a terminal, a pipe or a file."""
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-    for line in (headers, *rows):
-        cells = (cell.ljust(width) for cell, width in zip(line, widths, strict=True))
-        sys.stdout.write(" ".join(cells).rstrip() + "\n")
+    return [
+        " ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+        for line in (headers, *rows)
+    ]
+
+
+def print_columns(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """Print :func:`columns` on stdout."""
+    sys.stdout.write("".join(line + "\n" for line in columns(headers, rows)))
     sys.stdout.flush()
 
 
 def interactive() -> bool:
     return sys.stderr.isatty()
+
+
+def one_name(what: str, positional: str | None, option: str | None) -> str:
+    """A name given as the positional argument or as its ``--WHAT`` alias (the spelling of
+    kafka-topics / kafka-consumer-groups), once; ConfigError (exit 2) if neither or both
+    differ."""
+    if positional is not None and option is not None and positional != option:
+        raise ConfigError(f"two {what}s given ({positional!r} and --{what} {option!r}): give one")
+    name = positional if positional is not None else option
+    if not name:
+        raise ConfigError(f"give the {what}: {what.upper()} or --{what} {what.upper()}")
+    return name
+
+
+def per_second(rate: float) -> str:
+    """A rate, the one way every line writes it: enough digits that a slow run does not read
+    as zero (``0.43``, ``12.5``, ``3105``); the caller adds the unit."""
+    if rate >= 100:
+        return f"{rate:.0f}"
+    if rate >= 1:
+        return f"{rate:.1f}"
+    return f"{rate:.2g}" if rate > 0 else "0"

@@ -83,8 +83,13 @@ def recording(
 
 def consume(
     ctx: typer.Context,
-    topic: Annotated[list[str], typer.Option(help="topic to consume (repeatable)")],
-    group: Annotated[str, typer.Option(help="consumer group id")],
+    topics_arg: Annotated[
+        list[str] | None, typer.Argument(metavar="TOPIC...", help="topics to consume")
+    ] = None,
+    topic_opt: Annotated[
+        list[str] | None, typer.Option("--topic", help="a topic to consume (alias, repeat)")
+    ] = None,
+    group: Annotated[str | None, typer.Option(help="consumer group id")] = None,
     handler: Annotated[
         str,
         typer.Option(
@@ -194,6 +199,11 @@ def consume(
     A first SIGTERM/Ctrl-C drains and commits (exit 0); a second stops at once (exit 130).
     Exit 1 on a failure (the summary is printed, with "error" under --json), 2 on bad usage.
     """
+    topic = [*(topics_arg or []), *(topic_opt or [])]
+    if not topic:
+        raise ConfigError("give the topics to consume: TOPIC... or --topic TOPIC")
+    if group is None:
+        raise ConfigError("give the consumer group: --group GROUP")
     if metrics_port is not None and not 0 < metrics_port < 65536:
         raise ConfigError(f"--metrics-port {metrics_port} is not a port")
     given = {  # classic-protocol settings, passed only when given (EngineConfig judges them)

@@ -19,7 +19,7 @@ from rich.progress import Progress as Bar
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from lagless.app.signals import stop_on_signals
-from lagless.cli.common import out_console, print_json
+from lagless.cli.common import out_console, per_second, print_json
 from lagless.engine import Engine, Progress, RunSummary
 from lagless.engine.summary import ProgressFn
 from lagless.errors import LaglessError
@@ -28,17 +28,32 @@ EXIT_INTERRUPTED = 130
 
 
 def describe(summary: RunSummary) -> str:
-    """The plain one-line summary (figures as defined in :class:`lagless.engine.summary.Timing`)."""
+    """The plain one-line summary (figures as defined in :class:`lagless.engine.summary.Timing`).
+    End-to-end latency counts from each record's timestamp: records older than the run (a
+    backlog) are said to be, their wait before the run included."""
     e2e = summary.e2e_ms
-    latency = f", e2e p50 {e2e.p50} ms p99 {e2e.p99} ms" if e2e.p50 is not None else ""
+    latency = ""
+    if e2e.p50 is not None:
+        latency = f", e2e p50 {duration_ms(e2e.p50)} p99 {duration_ms(e2e.p99)}"
+        if e2e.p50 > summary.wall_s * 1000:
+            latency += " (records produced before this run started: their wait included)"
     join = f"joined in {summary.join_s} s, " if summary.join_s is not None else ""
     return (
         f"processed {summary.processed} records ({summary.dlq} to the DLQ, {summary.skipped} "
-        f"skipped) in {summary.seconds} s of processing: {summary.records_per_s:.0f} "
+        f"skipped) in {summary.seconds} s of processing: {per_second(summary.records_per_s)} "
         f"records/s ({join}{summary.wall_s} s in all); {summary.commits} commits, "
         f"{summary.rebalances} rebalances, {summary.pauses} pauses, "
         f"max in flight {summary.max_in_flight_seen}{latency}"
     )
+
+
+def duration_ms(ms: float | None) -> str:
+    """A latency in ms, or in s / min once it is long."""
+    if ms is None:
+        return "?"
+    if ms < 10_000:
+        return f"{ms:.1f} ms"
+    return f"{ms / 1000:.1f} s" if ms < 600_000 else f"{ms / 60_000:.1f} min"
 
 
 def report(summary: RunSummary, as_json: bool, error: LaglessError | None = None) -> None:
@@ -84,7 +99,8 @@ def progress_line(enabled: bool) -> Iterator[ProgressFn | None]:
             bar.update(
                 task,
                 description=(
-                    f"{p.processed} processed ({p.records_per_s:.0f}/s), {p.in_flight} in flight, "
+                    f"{p.processed} processed ({per_second(p.records_per_s)}/s), "
+                    f"{p.in_flight} in flight, "
                     f"{p.dlq} dlq, lag {p.lag_records}, {p.assigned} partitions, "
                     f"{p.paused} paused"
                 ),

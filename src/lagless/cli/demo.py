@@ -19,7 +19,7 @@ import typer
 from lagless import extras
 from lagless.cli.common import kafka_conf, options, out_console
 from lagless.cli.consume import run_settings
-from lagless.cli.lag import lag_table
+from lagless.cli.lag import lag_lines, total_line
 from lagless.engine import EngineConfig, load_handler, run_engine
 from lagless.engine.record import Record
 from lagless.errors import ConfigError
@@ -139,7 +139,9 @@ def demo(
         groups.append((pipeline_section(conf, events_topic, out_dir), events_topic))
     out_console.rule("4. lag and report")
     for group, topic in groups:
-        out_console.print(lag_table(group, measure_lag(conf, group, topic)))
+        rows = measure_lag(conf, group, topic)
+        out_console.print(total_line(group, rows))
+        out_console.print("\n".join(lag_lines(rows)), highlight=False)
     report = write_report(out_dir / "engine-run")
     out_console.print(f"report of the engine run: {report}")
     out_console.print(f"see it live: lagless -b {conf['bootstrap.servers']} ui", highlight=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -9,58 +10,47 @@ from typing import Annotated, Any
 
 import typer
 from rich.live import Live
-from rich.table import Table
+from rich.text import Text
 
-from lagless.cli.common import interactive, kafka_conf, out_console, print_json
+from lagless.cli.common import (
+    cell,
+    columns,
+    interactive,
+    kafka_conf,
+    note,
+    one_name,
+    out_console,
+    print_json,
+)
 from lagless.errors import ConfigError
 from lagless.kafka.offsets import PartitionKey
 from lagless.observe.lag import LagReader, PartitionLag, activity, measure_lag, totals
 from lagless.observe.status import Observation, Status, coverage, evaluate, in_window, worst
 
-STATUS_STYLE = {Status.OK: "green", Status.WARN: "yellow", Status.STALL: "red", Status.STOP: "red"}
+LAG_COLUMNS = ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "LAG-SECONDS")
 
 
-def format_seconds(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    if seconds < 3600:
-        return f"{seconds / 60:.1f}m"
-    return f"{seconds / 3600:.1f}h"
-
-
-def lag_table(
-    group: str,
-    rows: Sequence[PartitionLag],
-    statuses: Mapping[PartitionKey, Status] | None = None,
-    title: str | None = None,
-) -> Table:
-    """The lag table (also printed by the demo)."""
-    table = Table(title=title or f"lag of group {group}")
-    for name in ("topic", "partition", "committed", "end", "lag", "lag (time)"):
-        table.add_column(name, justify="left" if name == "topic" else "right")
-    if statuses is not None:
-        table.add_column("status")
+def lag_lines(
+    rows: Sequence[PartitionLag], statuses: Mapping[PartitionKey, Status] | None = None
+) -> list[str]:
+    """The lag table, in the columns (and cells) ``group describe`` prints too."""
+    headers = (*LAG_COLUMNS, "STATUS") if statuses is not None else LAG_COLUMNS
+    cells = []
     for row in rows:
-        cells = [
-            row.topic,
-            str(row.partition),
-            "-" if row.committed is None else str(row.committed),
-            str(row.end),
-            str(row.lag),
-            format_seconds(row.lag_seconds),
-        ]
+        line = [row.topic, str(row.partition), cell(row.committed), str(row.end), str(row.lag),
+                cell(row.lag_seconds)]  # fmt: skip
         if statuses is not None:
-            status = statuses.get(row.key, Status.OK)
-            cells.append(f"[{STATUS_STYLE[status]}]{status.value}[/]")
-        table.add_row(*cells)
+            line.append(statuses.get(row.key, Status.OK).value)
+        cells.append(line)
+    return columns(headers, cells)
+
+
+def total_line(group: str, rows: Sequence[PartitionLag]) -> str:
     total = totals(rows)
-    table.caption = (
-        f"total lag {total['total_lag']} records, "
-        f"max {format_seconds(total['max_lag_seconds'])}, {total['partition_count']} partitions"
+    return (
+        f"group {group}: total lag {total['total_lag']} records, max lag "
+        f"{cell(total['max_lag_seconds'])} s, {total['partition_count']} partitions"
     )
-    return table
 
 
 def lag_json(group: str, rows: Sequence[PartitionLag]) -> dict[str, Any]:
@@ -69,7 +59,8 @@ def lag_json(group: str, rows: Sequence[PartitionLag]) -> dict[str, Any]:
 
 def lag(
     ctx: typer.Context,
-    group: Annotated[str, typer.Option(help="consumer group")],
+    group_arg: Annotated[str | None, typer.Argument(metavar="GROUP", help="the group")] = None,
+    group_opt: Annotated[str | None, typer.Option("--group", help="the group (alias)")] = None,
     topic: Annotated[
         str | None, typer.Option(help="only this topic (default: all committed)")
     ] = None,
@@ -82,6 +73,7 @@ def lag(
     as_json: Annotated[bool, typer.Option("--json", help="JSON (one object per look)")] = False,
 ) -> None:
     """Lag per partition in records and seconds; --watch adds OK/WARN/STALL/STOP."""
+    group = one_name("group", group_arg, group_opt)
     if interval <= 0 or window <= 0:
         raise ConfigError("--interval and --window must be positive")
     if iterations is not None and iterations < 1:
@@ -92,7 +84,8 @@ def lag(
         if as_json:
             print_json(lag_json(group, rows))
         else:
-            out_console.print(lag_table(group, rows))
+            note(total_line(group, rows))
+            sys.stdout.write("".join(line + "\n" for line in lag_lines(rows)))
         return
     with LagReader(conf, group, topic) as reader:
         reader.check()  # an unknown group fails at once; one that has not committed is awaited
@@ -176,11 +169,12 @@ def emit(
     stamp = datetime.now(UTC).strftime("%H:%M:%S")
     members = {True: "members active", False: "no active members", None: "members unknown"}
     title = (
-        f"lag of group {group} at {stamp}: {status.value} "
+        f"{stamp} {total_line(group, rows)}: {status.value} "
         f"({members[active]}, window {complete:.0%} seen)"
     )
-    table = lag_table(group, rows, statuses, title=title)
+    lines = "\n".join([title, *lag_lines(rows, statuses)])
     if live is not None:
-        live.update(table, refresh=True)
+        live.update(Text(lines), refresh=True)
     else:
-        out_console.print(table)
+        sys.stdout.write(lines + "\n")
+        sys.stdout.flush()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import sys
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import Progress
@@ -16,10 +17,13 @@ from lagless.cli.common import (
     interactive,
     kafka_conf,
     note,
+    one_name,
     out_console,
     print_json,
 )
 from lagless.errors import ConfigError
+from lagless.kafka.admin import create_topic, list_topics
+from lagless.kafka.cluster import describe_cluster
 from lagless.produce.lines import LineFormat, LinesResult, produce_lines, read_aside
 from lagless.produce.producer import ProduceResult, check_load_args, run_load
 from lagless.produce.profiles import Profile
@@ -28,7 +32,8 @@ from lagless.produce.workloads import Workload, WorkloadSpec, generate, parse_sl
 
 def produce(
     ctx: typer.Context,
-    topic: Annotated[str, typer.Option(help="topic to produce to")],
+    topic_arg: Annotated[str | None, typer.Argument(metavar="TOPIC", help="the topic")] = None,
+    topic_opt: Annotated[str | None, typer.Option("--topic", help="the topic (alias)")] = None,
     workload: Annotated[Workload, typer.Option(help="jobs or events")] = Workload.JOBS,
     count: Annotated[
         int | None, typer.Option(help="records to produce, as fast as possible")
@@ -50,13 +55,38 @@ def produce(
         typer.Option("--from", help="your records: a file of JSON or key<TAB>value lines, - stdin"),
     ] = None,
     lines: Annotated[
-        LineFormat, typer.Option(help="--from: json, tab, or auto (JSON if the first is {...})")
+        LineFormat,
+        typer.Option(
+            help="--from: json (records as tail --json writes), tab (key<TAB>value), value "
+            "(each line a value), or auto (from the first line)"
+        ),
     ] = LineFormat.AUTO,
+    key_delimiter: Annotated[
+        str | None,
+        typer.Option(
+            "--key-delimiter", "-K", help="KEY<DELIM>VALUE lines, as kcat -K (stdin by default)"
+        ),
+    ] = None,
+    create: Annotated[
+        bool, typer.Option("--create", help="create the topic if it does not exist")
+    ] = False,
+    partitions: Annotated[
+        int, typer.Option(min=1, help="--create: partitions of the new topic")
+    ] = 1,
 ) -> None:
     """Produce a jobs or events workload, or your own records (--from), and report what was
     delivered."""
+    topic = one_name("topic", topic_arg, topic_opt)
+    if key_delimiter is not None:
+        if not key_delimiter:
+            raise ConfigError("-K: give the delimiter between key and value, e.g. -K:")
+        if given(ctx, "lines") and lines is not LineFormat.TAB:
+            raise ConfigError("-K reads KEY<DELIM>VALUE lines: not with --lines " + lines.value)
+        source, lines = source or "-", LineFormat.TAB
     if source is not None:
-        produce_from(ctx, topic, source, lines, profile, as_json)
+        conf = kafka_conf(ctx)
+        ensure_topic(conf, topic, create, partitions)
+        produce_from(ctx, conf, topic, source, lines, profile, as_json, key_delimiter or "\t")
         return
     if given(ctx, "lines"):
         raise ConfigError("--lines applies to --from only")
@@ -71,6 +101,7 @@ def produce(
         payload_bytes=payload_bytes,
     )
     conf = kafka_conf(ctx)
+    ensure_topic(conf, topic, create, partitions)
     total = count if count is not None else int((rate or 0) * (duration or 0))
     records = generate(spec)
     result: ProduceResult
@@ -106,8 +137,34 @@ WORKLOAD_OPTIONS = (
 )  # fmt: skip
 
 
+def ensure_topic(conf: dict[str, Any], topic: str, create: bool, partitions: int) -> None:
+    """Produce only to a topic that exists (a typo would create a new one on a cluster that
+    auto-creates): ``--create`` makes it; a cluster known to create on produce is said."""
+    if topic in dict(list_topics(conf, internal=True)):
+        return
+    if create:
+        create_topic(conf, topic, partitions, exist_ok=True)
+        note(f"topic {topic} created with {partitions} partitions")
+        return
+    cluster = describe_cluster(conf)
+    if cluster.is_mock:
+        note(f"topic {topic} does not exist: {cluster.product} creates it on the first record")
+        return
+    raise ConfigError(
+        f"topic {topic!r} does not exist: add --create (with --partitions N) or run "
+        f"lagless topic create {topic}"
+    )
+
+
 def produce_from(
-    ctx: typer.Context, topic: str, source: str, fmt: LineFormat, profile: Profile, as_json: bool
+    ctx: typer.Context,
+    conf: dict[str, Any],
+    topic: str,
+    source: str,
+    fmt: LineFormat,
+    profile: Profile,
+    as_json: bool,
+    delimiter: str,
 ) -> None:
     """Send the lines of ``source`` (a file, or - for stdin); count at the end, exit 1 on any
     failed delivery, 2 on a line that is not a record, 130 on Ctrl-C."""
@@ -116,14 +173,16 @@ def produce_from(
         raise ConfigError(f"{', '.join(workload)}: workload options, not allowed with --from")
     if source != "-" and not Path(source).is_file():
         raise ConfigError(f"--from {source}: no such file")
-    conf = kafka_conf(ctx)
     with ctrl_c_sets(threading.Event()) as stop:
-        if source == "-":
-            lines = read_aside(sys.stdin, stop)
-            done = produce_lines(conf, topic, lines, fmt, profile, stop=stop)
+        if source == "-":  # bytes that are not UTF-8 reach the record as they were
+            stdin = io.TextIOWrapper(
+                sys.stdin.buffer, encoding="utf-8", errors="surrogateescape", newline="\n"
+            )
+            lines = read_aside(stdin, stop)
+            done = produce_lines(conf, topic, lines, fmt, profile, stop=stop, delimiter=delimiter)
         else:
-            with Path(source).open(encoding="utf-8", newline="\n") as handle:
-                done = produce_lines(conf, topic, handle, fmt, profile, stop=stop)
+            with Path(source).open(encoding="utf-8", errors="surrogateescape", newline="\n") as f:
+                done = produce_lines(conf, topic, f, fmt, profile, stop=stop, delimiter=delimiter)
     report_lines(done, topic, as_json)
 
 

@@ -13,14 +13,16 @@ import logging
 import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from lagless.app import App, environment
 from lagless.app.app import imported_by_cli
-from lagless.cli.common import options, print_json, settings
+from lagless.cli.common import interactive, options, print_json, settings, with_properties
 from lagless.cli.consume_run import EXIT_INTERRUPTED, describe
+from lagless.cli.run_status import RunRecording, announce, run_status
 from lagless.engine import OnFailure, Ordering
 from lagless.errors import ConfigError
 
@@ -64,12 +66,15 @@ def load_app(spec: str) -> App:
 
 
 def _where(exc: Exception) -> str:
-    """``exc``'s message and the file and line it was raised at (the last frame's)."""
+    """``exc``'s message and the file and line it was raised at: the deepest frame in the
+    user's code (under the current directory), not in the standard library or a package."""
     if isinstance(exc, SyntaxError):
         name, line, message = exc.filename, exc.lineno, exc.msg
     else:
         frames = traceback.extract_tb(exc.__traceback__)
-        name, line, message = frames[-1].filename, frames[-1].lineno, str(exc)
+        here = os.getcwd() + os.sep
+        mine = [f for f in frames if f.filename.startswith(here)] or frames[-1:]
+        name, line, message = mine[-1].filename, mine[-1].lineno, str(exc)
     return f"{message} ({os.path.relpath(name) if name else '?'}, line {line})"
 
 
@@ -134,6 +139,10 @@ def run(
         str | None,
         typer.Option(help="address to serve them on (default 127.0.0.1); 0.0.0.0 for a pod"),
     ] = None,
+    record: Annotated[
+        Path | None,
+        typer.Option(help="sample the run into DIR (DIR/HANDLER for several) for lagless report"),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="print one JSON object (summary per handler)")
     ] = False,
@@ -175,9 +184,17 @@ def run(
         "stall_seconds": stall_seconds,
     }
     opts = options(ctx)
-    given = opts.bootstrap or opts.config or opts.state_dir
-    configured = app.configured(settings(ctx) if given else None, **overrides)
-    summaries = configured.run(metrics_port, metrics_host)  # else the environment's
+    if opts.bootstrap or opts.config or opts.state_dir:
+        connection = settings(ctx)
+    else:  # the app's own connection, with the -X properties if any
+        connection = with_properties(app.settings(), opts)
+    configured = app.configured(connection, **overrides)
+    metrics = configured.metrics_address(metrics_port, metrics_host)  # else the environment's
+    announce(target, configured, connection, metrics)
+    names = [spec.name for spec in configured.specs]
+    live = interactive() and not as_json
+    with run_status(names, live) as status, RunRecording(record, target, configured) as rec:
+        summaries = configured.run(metrics[1], metrics[0], on_progress=status, on_start=rec.start)
     if as_json:
         print_json({name: s.to_json() for name, s in summaries.items()})
     else:

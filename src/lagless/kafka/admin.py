@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
+    ConfigResource,
+    NewPartitions,
     NewTopic,
+    ResourceType,
 )
 
 from lagless.errors import ClusterError, ConfigError
@@ -32,13 +37,43 @@ def result_of(future: Any, what: str, timeout: float) -> Any:
 
 
 def check_reachable(conf: Mapping[str, Any], timeout: float = 5.0) -> None:
-    """Raise ClusterError with one line if the cluster does not answer within ``timeout``."""
+    """Raise ClusterError with one line if the cluster does not answer within ``timeout``
+    (ConfigError if librdkafka refuses the configuration, e.g. a misspelt ``-X`` property)."""
     try:
-        make_admin({**conf, "log_level": 0}).list_topics(timeout=timeout)
+        admin = make_admin({**conf, "log_level": 0})
+    except KafkaException as exc:
+        raise ConfigError(f"librdkafka configuration: {exc.args[0].str()}") from None
+    try:
+        admin.list_topics(timeout=timeout)
     except KafkaException:
-        raise ClusterError(
-            f"cannot reach Kafka at {conf.get('bootstrap.servers')} within {timeout:.0f} s"
-        ) from None
+        raise ClusterError(unreachable(conf, timeout)) from None
+
+
+def unreachable(conf: Mapping[str, Any], timeout: float) -> str:
+    """Why the cluster did not answer: a listener that accepts connections but not the
+    configured security protocol (SASL or TLS against a plaintext listener, or the reverse)
+    is a protocol or authentication mismatch, not an unreachable cluster."""
+    servers = str(conf.get("bootstrap.servers", ""))
+    protocol = str(conf.get("security.protocol", "PLAINTEXT")).upper()
+    if protocol != "PLAINTEXT" and any(accepts(s) for s in servers.split(",")):
+        mechanism = f", sasl.mechanism {conf['sasl.mechanism']}" if "SASL" in protocol else ""
+        return (
+            f"authentication/protocol mismatch at {servers}: the listener accepts connections "
+            f"but no Kafka answer came with security.protocol {protocol}{mechanism} within "
+            f"{timeout:.0f} s: check them against the listener (a PLAINTEXT listener? wrong "
+            "credentials or CA?)"
+        )
+    return f"cannot reach Kafka at {servers} within {timeout:.0f} s"
+
+
+def accepts(server: str, timeout: float = 2.0) -> bool:
+    """Whether ``HOST:PORT`` accepts a TCP connection."""
+    host, _, port = server.strip().rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def create_topic(
@@ -124,3 +159,46 @@ def list_topics(
         for name, info in meta.topics.items()
         if internal or not name.startswith("__")
     )
+
+
+@dataclass(frozen=True)
+class PartitionLayout:
+    """Where one partition lives: its leader, replicas and in-sync replicas (broker ids)."""
+
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+def topic_layout(
+    conf: Mapping[str, Any], name: str, timeout: float = 10.0
+) -> dict[int, PartitionLayout]:
+    """Each partition's leader, replicas and ISR from metadata; ClusterError if the topic
+    does not exist (read from the whole listing: asking for one topic may auto-create it)."""
+    try:
+        meta = admin_client(conf).list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterError(f"cannot read the metadata of {name!r}: {exc.args[0].str()}") from None
+    topic = meta.topics.get(name)
+    if topic is None:
+        raise ClusterError(f"topic {name!r} does not exist")
+    return {
+        p.id: PartitionLayout(p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
+        for p in topic.partitions.values()
+    }
+
+
+def topic_configs(
+    conf: Mapping[str, Any], name: str, timeout: float = 10.0
+) -> dict[str, str] | None:
+    """The topic's configs the cluster answers (some brokers send only those set explicitly);
+    None when it does not answer DescribeConfigs."""
+    resource = ConfigResource(ResourceType.TOPIC, name)
+    admin = admin_client(conf)  # kept referenced: a collected client fails its futures
+    future = admin.describe_configs([resource], request_timeout=timeout)[resource]
+    try:
+        entries = future.result(timeout=timeout)
+    except (KafkaException, TimeoutError):
+        return None
+    return {key: entry.value for key, entry in sorted(entries.items()) if entry.value is not None}

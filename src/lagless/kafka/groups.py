@@ -3,19 +3,23 @@
 States are printed with Kafka's own names (``Stable``, ``Empty``, ``PreparingRebalance``, ...).
 A group with members in ``Stable``, ``PreparingRebalance`` or ``CompletingRebalance`` is active:
 its offsets must not be reset or deleted from outside. The embedded broker (Tansu 0.6) answers
-DescribeGroups with the state but an empty member list.
+DescribeGroups with the state but an empty member list, and a member id where the assignor's
+name belongs: what a broker did not answer is kept apart from zero (``members_known``,
+``protocol`` empty), never shown as a fact.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from confluent_kafka import ConsumerGroupState
 
 from lagless.errors import LaglessError
-from lagless.kafka.admin import result_of
+from lagless.kafka.admin import committed_offsets, result_of
 from lagless.kafka.clients import make_admin
 from lagless.kafka.offsets import PartitionKey
 
@@ -46,8 +50,14 @@ class GroupInfo:
 
     group: str
     state: str
-    protocol: str
+    protocol: str  # the assignor's name; "" when not answered
     members: tuple[Member, ...]
+    members_known: bool = True  # False: the broker did not say who the members are
+
+    @property
+    def member_count(self) -> int | None:
+        """How many members, or None when the broker did not answer it."""
+        return len(self.members) if self.members_known else None
 
     @property
     def active(self) -> bool:
@@ -64,8 +74,8 @@ class GroupInfo:
         return {
             "group": self.group,
             "state": self.state,
-            "protocol": self.protocol,
-            "members": len(self.members),
+            "protocol": self.protocol or None,
+            "members": self.member_count,
         }
 
 
@@ -75,12 +85,30 @@ def state_name(state: object) -> str:
     return str(state) if state is not None else "Unknown"
 
 
+PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def listed_group_id(listed: str) -> str:
+    """The real id of a group as ListGroups named it. The embedded broker (Tansu 0.6) lists an
+    id with ``<``, ``>`` (and other characters) percent-encoded (``a%3Cb``) while it keeps the
+    group's offsets under the real id (``a<b``): ids with ``%XX`` escapes are decoded. (A
+    group really named with ``%XX`` in it, on another broker, would be decoded too: such a
+    name is the price of finding the others.)"""
+    if PERCENT_ESCAPE.search(listed) is None:
+        return listed
+    try:
+        return unquote(listed, errors="strict")
+    except UnicodeDecodeError:  # escapes that are not UTF-8: not an encoding, the real id
+        return listed
+
+
 def group_ids(conf: Mapping[str, Any], timeout: float = 10.0) -> list[str]:
-    """Every consumer group the cluster lists, sorted."""
+    """Every consumer group the cluster lists, sorted, by its real id
+    (:func:`listed_group_id`)."""
     admin = make_admin(conf)  # kept referenced: a collected client never completes its futures
     future = admin.list_consumer_groups(request_timeout=timeout)
     result = result_of(future, "list consumer groups", timeout)
-    return sorted(g.group_id for g in result.valid)
+    return sorted({listed_group_id(g.group_id) for g in result.valid})
 
 
 def describe_groups(
@@ -106,8 +134,22 @@ def describe_groups(
             )
             for m in desc.members or []
         )
-        out.append(GroupInfo(group, state_name(desc.state), desc.partition_assignor or "", members))
+        state = state_name(desc.state)
+        known = bool(members) or state not in ACTIVE_STATES  # an active group has members
+        assignor = assignor_name(desc.partition_assignor)
+        out.append(GroupInfo(group, state, assignor, members, known))
     return out
+
+
+MEMBER_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def assignor_name(answered: str | None) -> str:
+    """The assignor's name as answered; "" for none, or for a member id sent in its place
+    (the embedded broker's answer): an assignor's name never holds a UUID."""
+    if not answered or MEMBER_ID.search(answered):
+        return ""
+    return answered
 
 
 def describe_group(conf: Mapping[str, Any], group: str, timeout: float = 10.0) -> GroupInfo:
@@ -115,8 +157,13 @@ def describe_group(conf: Mapping[str, Any], group: str, timeout: float = 10.0) -
 
 
 def delete_group(conf: Mapping[str, Any], group: str, timeout: float = 10.0) -> None:
-    """Delete a group and its committed offsets; refused while it has active members."""
+    """Delete a group and its committed offsets; refused while it has active members, and
+    for a group the cluster does not know (some brokers answer such a delete with success)."""
     info = describe_group(conf, group, timeout)
+    if info.state == "Dead" or (
+        group not in group_ids(conf, timeout) and not committed_offsets(conf, group)
+    ):
+        raise LaglessError(f"no group {group!r} on this cluster: nothing deleted")
     if info.active:
         raise LaglessError(
             f"group {group!r} is {info.state} with active members: stop its consumers first"

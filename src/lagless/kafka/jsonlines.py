@@ -5,13 +5,17 @@ A JSON line is ``{"key", "value", "headers", "partition"}`` (tail adds ``topic``
 and ``timestamp``). Keys, values and header values are JSON strings when they are valid UTF-8,
 ``{"base64": "..."}`` when they are not, and ``null`` when absent. ``headers`` is a list of
 ``[name, value]`` pairs (order and repeated names kept); an object ``{name: value}`` is also
-read. A tab line is ``key<TAB>value`` (a line without a tab is a value without key).
+read. A tab line is ``key<TAB>value`` (a line without a tab is a value without key; another
+delimiter as kcat's ``-K``). A value line is the record's value as is (plain JSON documents,
+one per line). Lines are read with ``surrogateescape``: bytes that are not UTF-8 reach the
+record as they were.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import difflib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +54,7 @@ def decode_bytes(field: str, raw: Any) -> bytes | None:
     if raw is None:
         return None
     if isinstance(raw, str):
-        return raw.encode("utf-8")
+        return raw.encode("utf-8", "surrogateescape")
     if isinstance(raw, dict) and set(raw) == {"base64"} and isinstance(raw["base64"], str):
         try:
             return base64.b64decode(raw["base64"], validate=True)
@@ -88,7 +92,7 @@ def parse_json_line(line: str) -> LineRecord:
         raise LineError('a JSON line must be an object like {"key": ..., "value": ...}')
     unknown = sorted(set(doc) - RECORD_FIELDS)
     if unknown:
-        raise LineError(f"unknown fields {unknown}: use key, value, headers, partition")
+        raise LineError(f"unknown fields {unknown}: use key, value, headers, partition{hint(doc)}")
     partition = doc.get("partition")
     if partition is not None and (not isinstance(partition, int) or partition < 0):
         raise LineError("partition must be a non-negative integer")
@@ -100,11 +104,43 @@ def parse_json_line(line: str) -> LineRecord:
     )
 
 
-def parse_tab_line(line: str) -> LineRecord:
-    key, tab, value = line.partition("\t")
+def hint(doc: dict[str, Any]) -> str:
+    """Why a JSON object is not a record: a misspelt field, or a plain value."""
+    unknown = sorted(set(doc) - RECORD_FIELDS)
+    close = [
+        f"{name} -> {match[0]}"
+        for name in unknown
+        if (match := difflib.get_close_matches(name, sorted(RECORD_FIELDS), 1, 0.7))
+    ]
+    if close:
+        return f" (did you mean {', '.join(close)}?)"
+    return " (or --lines value: each line is a record's value)"
+
+
+def is_plain_value(line: str) -> bool:
+    """Whether a JSON line is a plain document (a record's value: no record field in it),
+    not a record as ``tail --json`` writes it. A misspelt record field is not plain."""
+    try:
+        doc = json.loads(line)
+    except json.JSONDecodeError:
+        return False
+    if not isinstance(doc, dict) or not doc or set(doc) & RECORD_FIELDS:
+        return False
+    return "did you mean" not in hint(doc)
+
+
+def parse_value_line(line: str) -> LineRecord:
+    return LineRecord(value=line.encode("utf-8", "surrogateescape"))
+
+
+def parse_tab_line(line: str, delimiter: str = "\t") -> LineRecord:
+    key, tab, value = line.partition(delimiter)
     if not tab:
-        return LineRecord(value=line.encode("utf-8"))
-    return LineRecord(value=value.encode("utf-8"), key=key.encode("utf-8"))
+        return LineRecord(value=line.encode("utf-8", "surrogateescape"))
+    return LineRecord(
+        value=value.encode("utf-8", "surrogateescape"),
+        key=key.encode("utf-8", "surrogateescape"),
+    )
 
 
 def message_json(msg: Message) -> dict[str, Any]:

@@ -7,9 +7,11 @@ New offsets are clamped to the partition's start..end, as Kafka's tool does.
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -33,11 +35,14 @@ class ResetTo(StrEnum):
     DATETIME = "datetime"
     DURATION = "duration"
     SHIFT = "shift"
+    CURRENT = "current"
+    FILE = "file"
 
 
 @dataclass(frozen=True)
 class ResetSpec:
-    """Where to move the offsets: ``value`` is the offset, the shift, or a time in ms."""
+    """Where to move the offsets: ``value`` is the offset, the shift, or a time in ms
+    (``FILE``: the offsets given per partition, see :func:`read_offsets_csv`)."""
 
     to: ResetTo
     value: int = 0
@@ -82,14 +87,23 @@ def build_spec(
     duration: str | None,
     shift: int | None,
     now_ms: int | None = None,
+    current: bool = False,
+    from_file: bool = False,
 ) -> ResetSpec:
     """Exactly one target from the command's options."""
-    chosen = [earliest, latest, *(v is not None for v in (offset, at, duration, shift))]
+    chosen = [
+        earliest, latest, current, from_file,
+        *(v is not None for v in (offset, at, duration, shift)),
+    ]  # fmt: skip
     if sum(chosen) != 1:
         raise ConfigError(
-            "give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, "
-            "--by-duration, --shift-by"
+            "give exactly one of --to-earliest, --to-latest, --to-current, --to-offset, "
+            "--to-datetime, --by-duration, --shift-by, --from-file"
         )
+    if current:
+        return ResetSpec(ResetTo.CURRENT)
+    if from_file:
+        return ResetSpec(ResetTo.FILE)
     if earliest:
         return ResetSpec(ResetTo.EARLIEST)
     if latest:
@@ -108,32 +122,94 @@ def build_spec(
 def new_offset(
     spec: ResetSpec, old: int | None, start: int, end: int, at_time: int | None = None
 ) -> int:
-    """The offset a partition moves to, clamped to ``start..end`` (pure)."""
+    """The offset a partition moves to, clamped to ``start..end`` (pure); ``at_time``: the
+    offset found for the time, or given by the file."""
     if spec.to is ResetTo.EARLIEST:
         target = start
     elif spec.to is ResetTo.LATEST:
         target = end
     elif spec.to is ResetTo.OFFSET:
         target = spec.value
-    elif spec.to is ResetTo.SHIFT:
+    elif spec.to in (ResetTo.SHIFT, ResetTo.CURRENT):
         target = (start if old is None else old) + spec.value
     else:
         if at_time is None:
-            raise ValueError("a reset by time needs the offset found for that time")
+            raise ValueError("a reset by time or file needs the offset found for it")
         target = at_time
     return min(max(target, start), end)
 
 
-def plan_reset(conf: Mapping[str, Any], group: str, topic: str, spec: ResetSpec) -> list[ResetRow]:
-    """Old -> new offset of every partition of ``topic`` for ``group`` (nothing changes)."""
+Selection = Mapping[str, tuple[int, ...]]
+"""Topics to reset, each with its chosen partitions (empty: all of them)."""
+
+
+def parse_selectors(selectors: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """``--topic`` values as kafka-consumer-groups takes them: ``T`` (every partition) or
+    ``T:0,2`` (those partitions)."""
+    whole: set[str] = set()
+    chosen: dict[str, set[int]] = {}
+    for selector in selectors:
+        topic, colon, parts = selector.rpartition(":")
+        if not colon:
+            whole.add(selector)
+            continue
+        items = [p.strip() for p in parts.split(",")]
+        if not topic or not all(p.isdigit() for p in items):
+            raise ConfigError(f"--topic {selector!r}: give TOPIC or TOPIC:P[,P...]")
+        chosen.setdefault(topic, set()).update(int(p) for p in items)
+    return {t: () if t in whole else tuple(sorted(chosen[t])) for t in {*whole, *chosen}}
+
+
+def read_offsets_csv(text: str, source: str) -> dict[PartitionKey, int]:
+    """``TOPIC,PARTITION,OFFSET`` lines (what ``--export`` writes; kafka-consumer-groups'
+    file for one group); ConfigError naming the line that is not one."""
+    offsets: dict[PartitionKey, int] = {}
+    for number, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if not row or not "".join(row).strip():
+            continue
+        cells = [c.strip() for c in row]
+        if len(cells) != 3 or not cells[1].isdigit() or not cells[2].lstrip("-").isdigit():
+            raise ConfigError(f"{source} line {number}: not TOPIC,PARTITION,OFFSET: {row!r}")
+        offsets[(cells[0], int(cells[1]))] = int(cells[2])
+    if not offsets:
+        raise ConfigError(f"{source}: no TOPIC,PARTITION,OFFSET line")
+    return offsets
+
+
+def offsets_csv(rows: Sequence[ResetRow]) -> str:
+    """The planned offsets as ``TOPIC,PARTITION,OFFSET`` lines (``--export``)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for row in rows:
+        writer.writerow([row.topic, row.partition, row.new])
+    return out.getvalue()
+
+
+def plan_reset(
+    conf: Mapping[str, Any],
+    group: str,
+    selection: Selection,
+    spec: ResetSpec,
+    given: Mapping[PartitionKey, int] | None = None,
+) -> list[ResetRow]:
+    """Old -> new offset of the chosen partitions for ``group`` (nothing changes); with
+    ``spec`` ``FILE``, ``given`` holds the new offset of each."""
     with OffsetProbe(conf) as probe:
-        keys = [(topic, p) for p in probe.partitions(topic)]
+        keys: list[PartitionKey] = []
+        for topic, chosen in sorted(selection.items()):
+            existing = probe.partitions(topic)
+            missing = sorted(set(chosen) - set(existing))
+            if missing:
+                raise ConfigError(f"topic {topic!r} has no partition {missing[0]}")
+            keys.extend((topic, p) for p in (chosen or existing))
         ends = probe.end_offsets(keys)
         starts = probe.start_offsets(keys)
-    commits = committed_offsets(conf, group, [topic])
+    commits = committed_offsets(conf, group, list(selection))
     at_time: Mapping[PartitionKey, int] = {}
     if spec.to in (ResetTo.DATETIME, ResetTo.DURATION):
         at_time = offsets_at_time(conf, keys, spec.value)
+    elif spec.to is ResetTo.FILE:
+        at_time = dict(given or {})
     return [
         ResetRow(t, p, commits.get((t, p)), new_offset(
             spec, commits.get((t, p)), starts[(t, p)], ends[(t, p)], at_time.get((t, p))

@@ -1,7 +1,9 @@
 """Produce the user's own records from text lines (``lagless produce --from FILE|-``).
 
-Lines are JSON records or ``key<TAB>value`` (see :mod:`lagless.kafka.jsonlines`); ``auto``
-takes JSON when the first non-empty line starts with ``{``. Every delivery is checked. The run
+Lines are JSON records, ``key<TAB>value`` (another delimiter as kcat's ``-K``) or plain values
+(see :mod:`lagless.kafka.jsonlines`); ``auto`` takes JSON records when the first non-empty
+line is an object with record fields, plain values when it is a JSON object without any
+(``{"payment_id": ..., "amount": ...}``), tab lines otherwise. Every delivery is checked. The run
 stops at the first line that is not a record (nothing after it is sent, everything before it
 is flushed and counted) and on Ctrl-C (what was sent is flushed and counted): the result says
 which, so the caller can report the count and exit non-zero.
@@ -17,7 +19,14 @@ from enum import StrEnum
 from queue import Empty, Queue
 from typing import Any
 
-from lagless.kafka.jsonlines import LineError, LineRecord, parse_json_line, parse_tab_line
+from lagless.kafka.jsonlines import (
+    LineError,
+    LineRecord,
+    is_plain_value,
+    parse_json_line,
+    parse_tab_line,
+    parse_value_line,
+)
 from lagless.produce.producer import PARTITION_ANY, AccountedProducer, ProduceResult
 from lagless.produce.profiles import Profile
 
@@ -26,6 +35,7 @@ class LineFormat(StrEnum):
     AUTO = "auto"
     JSON = "json"
     TAB = "tab"
+    VALUE = "value"
 
 
 @dataclass(frozen=True)
@@ -37,10 +47,22 @@ class LinesResult:
     stopped: str | None = None
 
 
-def parser(fmt: LineFormat, first: str) -> Callable[[str], LineRecord]:
-    if fmt is LineFormat.AUTO:
-        fmt = LineFormat.JSON if first.lstrip().startswith("{") else LineFormat.TAB
-    return parse_json_line if fmt is LineFormat.JSON else parse_tab_line
+def resolved(fmt: LineFormat, first: str) -> LineFormat:
+    """The format ``auto`` means for a first line (see the module doc)."""
+    if fmt is not LineFormat.AUTO:
+        return fmt
+    if not first.lstrip().startswith("{"):
+        return LineFormat.TAB
+    return LineFormat.VALUE if is_plain_value(first) else LineFormat.JSON
+
+
+def parser(fmt: LineFormat, first: str, delimiter: str = "\t") -> Callable[[str], LineRecord]:
+    chosen = resolved(fmt, first)
+    if chosen is LineFormat.JSON:
+        return parse_json_line
+    if chosen is LineFormat.VALUE:
+        return parse_value_line
+    return lambda line: parse_tab_line(line, delimiter)
 
 
 def read_aside(lines: Iterable[str], stop: threading.Event) -> Iterator[str]:
@@ -74,6 +96,7 @@ def produce_lines(
     profile: Profile | str = Profile.DURABILITY,
     flush_timeout: float = 120.0,
     stop: threading.Event | None = None,
+    delimiter: str = "\t",
 ) -> LinesResult:
     """Send one record per non-empty line (a trailing newline is not part of the record).
     ``stop`` (set by the CLI's Ctrl-C handler) ends the input: what was read is sent. Give a
@@ -92,7 +115,7 @@ def produce_lines(
             line = raw[:-1] if raw.endswith("\n") else raw
             if not line.strip():
                 continue
-            parse = parse or parser(fmt, line)
+            parse = parse or parser(fmt, line, delimiter)
             try:
                 record = parse(line)
             except LineError as exc:

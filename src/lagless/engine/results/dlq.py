@@ -29,6 +29,7 @@ H_TOPIC = "lagless-dlq-topic"
 H_PARTITION = "lagless-dlq-partition"
 H_OFFSET = "lagless-dlq-offset"
 H_TIMESTAMP = "lagless-dlq-timestamp"
+H_STACKTRACE = "lagless-dlq-stacktrace"  # as Kafka Connect's __connect.errors.stacktrace
 
 
 Headers = list[tuple[str, str | bytes | None]]
@@ -59,6 +60,7 @@ def dead_letter_headers(record: Record, outcome: Outcome) -> Headers:
         H_PARTITION: str(record.partition),
         H_OFFSET: str(record.offset),
         H_TIMESTAMP: "" if record.timestamp_ms is None else str(record.timestamp_ms),
+        H_STACKTRACE: outcome.stacktrace,
     }
     return [*record.headers, *((k, v.encode()) for k, v in extra.items())]
 

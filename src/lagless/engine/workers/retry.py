@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from lagless import stacktraces
 from lagless.engine.handlers import DecodeError, Handler
 from lagless.engine.record import Record
 
@@ -52,6 +53,7 @@ class Outcome(NamedTuple):
     error_message: str = ""
     permanent: bool = False  # a DecodeError: retrying cannot help
     aborted: bool = False  # gave up retrying because the engine is stopping
+    stacktrace: str = ""  # the last attempt's traceback (lagless.stacktraces), bounded
 
 
 class TaskResult(NamedTuple):
@@ -86,6 +88,9 @@ def check_result(result: object) -> None:
 
 def failure(exc: BaseException, attempts: int, seconds: float, *, aborted: bool = False) -> Outcome:
     """The outcome of a record that failed with ``exc``."""
+    trace = stacktraces.stacktrace(exc)
+    if not aborted:
+        stacktraces.log_failure(exc, attempts, trace)
     return Outcome(
         ok=False,
         attempts=attempts,
@@ -95,6 +100,7 @@ def failure(exc: BaseException, attempts: int, seconds: float, *, aborted: bool 
         error_message=str(exc)[:1000],
         permanent=isinstance(exc, DecodeError),
         aborted=aborted,
+        stacktrace=trace,
     )
 
 

@@ -1,0 +1,94 @@
+"""`lagless run` as a developer meets it: Ctrl-C while it starts, what it prints."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LAGLESS, Cluster, run_cli, unique
+from tests.integration.engine_helpers import GROUP_FLAGS
+
+pytestmark = pytest.mark.integration
+
+APP = (
+    "import lagless\napp = lagless.App(group='g')\n"
+    "@app.handler('t', on_failure='skip')\ndef h(value): ...\n"
+)
+
+
+@pytest.mark.parametrize("after", [0.3, 2.5])
+def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path: Path, after: float) -> None:
+    """Interrupted while importing (0.3 s) or while waiting for an unreachable cluster."""
+    (tmp_path / "service.py").write_text(APP)
+    proc = subprocess.Popen(
+        [LAGLESS, "-b", "127.0.0.1:1", "run", "service:app"], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(after)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err == "lagless: interrupted\n" and out == ""
+
+
+FAILING = """import lagless
+
+app = lagless.App(group=GROUP)
+
+
+def check(value: bytes) -> None:
+    raise ValueError(f"bad amount in {value!r}")
+
+
+@app.handler(SOURCE, dlq=DLQ, retries=0)
+def handle(value: bytes) -> None:
+    check(value)
+"""
+
+
+def test_a_failing_handler_traceback_in_the_log_and_the_dead_letter(
+    cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    source, dlq = make_topic(1), make_topic(1)
+    code = FAILING.replace("GROUP", repr(unique("g"))).replace("SOURCE", repr(source))
+    (tmp_path / "failing.py").write_text(code.replace("DLQ", repr(dlq)))
+    assert run_cli("produce", source, "--from", "-", cluster=cluster,
+                   stdin="a\nb\nc\n").returncode == 0  # fmt: skip
+    run = run_cli("run", "failing:app", "--until-idle", "2", "--json", *GROUP_FLAGS,
+                  cluster=cluster, cwd=tmp_path)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["handle"]["dlq"] == 3
+    # the first failure of its kind in full at the default verbosity, the others not
+    assert run.stderr.count("Traceback (most recent call last)") == 1, run.stderr
+    assert 'failing.py", line 7, in check' in run.stderr
+    assert "ValueError: bad amount in b'a'" in run.stderr
+    tailed = run_cli("tail", dlq, "--json", cluster=cluster)
+    letters = [json.loads(line) for line in tailed.stdout.splitlines()]
+    assert len(letters) == 3
+    for letter in letters:
+        headers = dict(letter["headers"])
+        trace = headers["lagless-dlq-stacktrace"]
+        assert trace.startswith("Traceback (most recent call last)")
+        assert 'failing.py", line 12, in handle' in trace
+        assert trace.endswith(f"ValueError: bad amount in b'{letter['value']}'")
+    # with -v, every one (a new group reads the three records again)
+    verbose = run_cli("run", "failing:app", "-v", "--group", unique("g"), "--until-idle", "2",
+                      *GROUP_FLAGS, cluster=cluster, cwd=tmp_path)  # fmt: skip
+    assert verbose.returncode == 0, verbose.stderr
+    assert verbose.stderr.count("Traceback (most recent call last)") == 3
+
+
+def test_an_import_error_points_at_the_users_line(tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text('import os\n\nTOKEN = os.environ["NO_SUCH_TOKEN_X"]\n')
+    proc = run_cli("-b", "127.0.0.1:1", "run", "broken:app", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "lagless: error: importing 'broken' raised KeyError: 'NO_SUCH_TOKEN_X' "
+        "(broken.py, line 3)\n"
+    )
