@@ -21,7 +21,7 @@ from lagless.broker.embedded import EmbeddedBroker, free_port
 from lagless.errors import LaglessError
 from lagless.kafka.admin import create_topic
 from lagless.spark.pipeline import PipelineConfig, PipelineSummary, run_pipeline
-from lagless.spark.progress import BatchReport
+from lagless.spark.pipeline.progress import BatchReport
 from tests.conftest import Cluster, run_cli, unique, wait_for
 from tests.integration.spark_helpers import (
     Produced,

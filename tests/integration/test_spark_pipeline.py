@@ -25,9 +25,9 @@ from lagless.kafka.offsets import topic_ranges
 from lagless.kafka.reader import read_all
 from lagless.observe.metrics import Metrics
 from lagless.observe.timeline import load_timeline
-from lagless.spark.events import dlq_headers
+from lagless.spark.connector.sink import BATCH_ID_HEADER
+from lagless.spark.examples.events import dlq_headers
 from lagless.spark.pipeline import PipelineConfig, PipelineSummary, run_pipeline
-from lagless.spark.sink import BATCH_ID_HEADER
 from tests.conftest import LAGLESS, Cluster, run_cli
 from tests.integration.spark_helpers import (
     EDGE_HEADERS,

@@ -12,9 +12,14 @@ import pytest
 
 from lagless.errors import ConfigError
 from lagless.observe.metrics import Metrics
-from lagless.spark.kafka_conf import java_options
+from lagless.spark.connector.kafka_conf import java_options
 from lagless.spark.pipeline import PipelineConfig, Trigger, short_error
-from lagless.spark.progress import BatchCounts, BatchReport, PartitionCount, ProgressTracker
+from lagless.spark.pipeline.progress import (
+    BatchCounts,
+    BatchReport,
+    PartitionCount,
+    ProgressTracker,
+)
 
 
 @dataclass
@@ -167,7 +172,8 @@ def test_the_final_pass_waits_for_a_report_the_listener_is_delivering() -> None:
 def test_short_error_takes_the_lagless_message_from_a_jvm_trace() -> None:
     trace = (
         'org.apache.spark.SparkException: Job aborted.\n  File "x.py", line 3\n'
-        "lagless.spark.offsets.DataLossError: t[0] records [3, 6) were deleted before read; "
+        "lagless.spark.connector.offsets.DataLossError: t[0] records [3, 6) were deleted "
+        "before read; "
         "set failOnDataLoss=false\n\tat org.apache..."
     )
     assert short_error(Exception(trace)).startswith("t[0] records [3, 6) were deleted")

@@ -97,9 +97,9 @@ def run(
     json_out: Annotated[bool, typer.Option("--json", help="print one JSON summary")] = False,
 ) -> None:
     """Run the events pipeline: valid events to Parquet (exactly once), invalid to the DLQ."""
+    from lagless.spark.connector.session import build_session, parse_conf
     from lagless.spark.pipeline import PipelineConfig, prepare_topics, run_pipeline
-    from lagless.spark.progress import BatchReport
-    from lagless.spark.session import build_session, parse_conf
+    from lagless.spark.pipeline.progress import BatchReport
 
     if starting_offsets not in {"earliest", "latest"}:
         raise ConfigError(f"--starting-offsets {starting_offsets!r} is not earliest or latest")

@@ -24,8 +24,8 @@ from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
 from lagless.produce.producer import run_load
 from lagless.produce.workloads import OutRecord, Workload, WorkloadSpec, generate
-from lagless.spark.events import DLQ_ID_HEADER
-from lagless.spark.session import build_session
+from lagless.spark.connector.session import build_session
+from lagless.spark.examples.events import DLQ_ID_HEADER
 
 # Headers a dead letter must carry exactly as they were produced
 EDGE_HEADERS: list[list[tuple[str, bytes | None]] | None] = [

@@ -1,11 +1,11 @@
 """The events pipeline on Spark Structured Streaming: Kafka -> validate -> Parquet + DLQ,
 and windowed aggregates, from **one** streaming query (Kafka is read once per micro-batch).
 
-Its ``foreachBatch`` (:mod:`lagless.spark.batch_writer`) writes valid rows to
+Its ``foreachBatch`` (:mod:`lagless.spark.pipeline.batch_writer`) writes valid rows to
 ``output/events/event_date=D/batch_id=N/`` (Parquet), invalid ones to the DLQ topic through the
 ``lagless-kafka`` sink, with why and where they came from, and, per minute and country, the
 count and amount sum of valid events once the watermark closes the window
-(:mod:`lagless.spark.windows`) to ``output/aggregates/batch_id=N/``. ``output`` and
+(:mod:`lagless.spark.pipeline.windows`) to ``output/aggregates/batch_id=N/``. ``output`` and
 ``checkpoint`` are local paths or URIs (``file://``, ``hdfs://``, ``s3a://``).
 
 **Exactly-once Parquet, for every reader.** A batch's offsets are fixed in the checkpoint
@@ -20,7 +20,7 @@ go through that log.
 The DLQ is at-least-once: a re-run batch sends its dead letters again, with the same
 ``lagless-dlq-id`` (source topic/partition/offset); keep one record per id.
 
-Progress: :mod:`lagless.spark.progress` commits processed offsets to ``group``, updates the
+Progress: :mod:`lagless.spark.pipeline.progress` commits processed offsets to ``group``, updates the
 metrics and reports each batch.
 """
 
@@ -45,22 +45,22 @@ from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.admin import create_topic
 from lagless.kafka.offsets import OffsetProbe
 from lagless.observe.metrics import Metrics
-from lagless.spark.batch_writer import EventsWriter
-from lagless.spark.datasource import FORMAT
-from lagless.spark.events import parse_events
-from lagless.spark.kafka_conf import java_options
-from lagless.spark.offsets import to_json
-from lagless.spark.progress import BatchReport, PipelineListener, ProgressTracker
-from lagless.spark.session import build_session, check_master
-from lagless.spark.stopping import POLL_S, StopAware, stop_queries
-from lagless.spark.storage import (
+from lagless.spark.connector.datasource import FORMAT
+from lagless.spark.connector.kafka_conf import java_options
+from lagless.spark.connector.offsets import to_json
+from lagless.spark.connector.session import build_session, check_master
+from lagless.spark.examples.events import parse_events
+from lagless.spark.pipeline.batch_writer import EventsWriter
+from lagless.spark.pipeline.progress import BatchReport, PipelineListener, ProgressTracker
+from lagless.spark.pipeline.stopping import POLL_S, StopAware, stop_queries
+from lagless.spark.pipeline.storage import (
     Storage,
     check_writable,
     child,
     location,
     remove_attempt_leftovers,
 )
-from lagless.spark.windows import WindowAggregator
+from lagless.spark.pipeline.windows import WindowAggregator
 
 log = logging.getLogger(__name__)
 
@@ -343,7 +343,8 @@ def wait(
 ) -> None:
     """Until every query ended (available-now), or ``stop`` / Ctrl-C (then each query stops
     after its batch in progress, or at once on ``stop_now``:
-    :func:`~lagless.spark.stopping.stop_queries`); a failed query stops the others and raises
+    :func:`~lagless.spark.pipeline.stopping.stop_queries`); a failed query stops the others and
+    raises
     LaglessError."""
     try:
         while any(q.isActive for q in queries):

@@ -8,7 +8,7 @@ Per batch ``N`` the rows are cached, then:
    overwrite: a re-run replaces what a killed attempt of ``N`` left);
 3. invalid rows to the DLQ topic (``lagless-kafka`` sink, each with its ``lagless-dlq-id``);
 4. the windows closed by this batch to ``OUTPUT/aggregates/batch_id=N/``
-   (:mod:`lagless.spark.windows`).
+   (:mod:`lagless.spark.pipeline.windows`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812
 
-from lagless.spark.datasource import FORMAT
-from lagless.spark.events import dead_letters, valid_events
-from lagless.spark.progress import DLQ, OK, BatchCounts, PartitionCount, ProgressTracker
-from lagless.spark.windows import WindowAggregator
+from lagless.spark.connector.datasource import FORMAT
+from lagless.spark.examples.events import dead_letters, valid_events
+from lagless.spark.pipeline.progress import DLQ, OK, BatchCounts, PartitionCount, ProgressTracker
+from lagless.spark.pipeline.windows import WindowAggregator
 
 log = logging.getLogger(__name__)
 

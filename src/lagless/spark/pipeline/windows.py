@@ -31,7 +31,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
-from lagless.spark.storage import Storage, child
+from lagless.spark.pipeline.storage import Storage, child
 
 log = logging.getLogger(__name__)
 
