@@ -59,7 +59,8 @@ from lagless.kafka.admin import create_topic
 from lagless.produce.producer import run_load
 from lagless.produce.workloads import OutRecord, Workload, WorkloadSpec, generate
 from lagless.spark.connector.session import build_session
-from lagless.spark.pipeline import PipelineConfig, PipelineSummary, run_pipeline
+from lagless.spark.examples.events import events_config
+from lagless.spark.pipeline import PipelineSummary, run_pipeline
 from lagless.spark.pipeline.progress import BatchReport
 
 RATIO_TARGET = 0.8  # Kafka records/s over files records/s, at 1M events
@@ -157,7 +158,7 @@ def run(
     label: str = "0",
 ) -> Run:
     name = f"{'files' if files is not None else 'kafka'}-{label}"
-    config = PipelineConfig.build(
+    config = events_config(
         topic=topic,
         output=work / f"{name}-out",
         checkpoint=work / f"{name}-ck",
@@ -194,7 +195,7 @@ def steady_triggers(
     first, which reuse the target fixed at start)."""
     topic = f"bench-steady-{uuid.uuid4().hex[:8]}"
     create_topic(conf, topic, partitions)
-    config = PipelineConfig.build(
+    config = events_config(
         topic=topic,
         output=work / "steady-out",
         checkpoint=work / "steady-ck",

@@ -25,7 +25,7 @@ from lagless.kafka.records import header
 from lagless.produce.producer import run_load
 from lagless.produce.workloads import OutRecord, Workload, WorkloadSpec, generate
 from lagless.spark.connector.session import build_session
-from lagless.spark.examples.events import DLQ_ID_HEADER
+from lagless.spark.pipeline.dlq import DLQ_ID_HEADER
 
 # Headers a dead letter must carry exactly as they were produced
 EDGE_HEADERS: list[list[tuple[str, bytes | None]] | None] = [
@@ -91,6 +91,8 @@ def pipeline_args(
         str(out),
         "--checkpoint",
         str(ck),
+        "--preset",
+        "events",
         "--master",
         master,
         *extra,
@@ -136,9 +138,11 @@ def dlq_ids(conf: Mapping[str, Any], topic: str) -> Counter[str]:
     return Counter(d[ID_HEADER] for d in dead_letters(conf, topic))
 
 
-def wait_mid_batch(checkpoint: Path, proc: subprocess.Popen[bytes], min_batch: int) -> int:
+def wait_mid_batch(
+    checkpoint: Path, proc: subprocess.Popen[bytes], min_batch: int, table: str = "events"
+) -> int:
     """The id of a batch that is planned (offsets/N) but not finished (no commits/N)."""
-    offsets, commits = checkpoint / "events" / "offsets", checkpoint / "events" / "commits"
+    offsets, commits = checkpoint / table / "offsets", checkpoint / table / "commits"
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the pipeline ended before it could be killed"

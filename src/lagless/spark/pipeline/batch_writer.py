@@ -1,12 +1,13 @@
-"""The ``foreachBatch`` writer of the events pipeline: one micro-batch, read once from Kafka,
-to every output.
+"""The pipeline's ``foreachBatch``: one micro-batch, read once from Kafka, to every output.
 
-Per batch ``N`` the rows are cached, then:
+Per batch ``N`` the parsed rows are cached, then:
 
 1. counted per partition and outcome (the job that reads Kafka and fills the cache);
-2. valid rows to ``OUTPUT/events/event_date=D/batch_id=N/`` (Parquet, dynamic partition
-   overwrite: a re-run replaces what a killed attempt of ``N`` left);
-3. invalid rows to the DLQ topic (``lagless-kafka`` sink, each with its ``lagless-dlq-id``);
+2. the valid rows, through the user's transformation, to
+   ``OUTPUT/TABLE/[PARTITION-BY=.../]batch_id=N/`` (Parquet, dynamic partition overwrite: a
+   re-run replaces what a killed attempt of ``N`` left), and to the output topic if any
+   (``lagless-kafka`` sink, at-least-once, each record with its ``lagless-batch-id``);
+3. rejected rows to the DLQ topic (each with its ``lagless-dlq-id``);
 4. the windows closed by this batch to ``OUTPUT/aggregates/batch_id=N/``
    (:mod:`lagless.spark.pipeline.windows`).
 """
@@ -17,15 +18,20 @@ import itertools
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 from pyspark import StorageLevel
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812
 
+from lagless.errors import LaglessError
 from lagless.spark.connector.datasource import FORMAT
-from lagless.spark.examples.events import dead_letters, valid_events
+from lagless.spark.pipeline.dlq import ERROR_CLASS, dead_letters, valid_rows
 from lagless.spark.pipeline.progress import DLQ, OK, BatchCounts, PartitionCount, ProgressTracker
+from lagless.spark.pipeline.transform import Transformation, one_line
 from lagless.spark.pipeline.windows import WindowAggregator
 
 log = logging.getLogger(__name__)
@@ -43,7 +49,7 @@ def write_batch_parquet(df: DataFrame, path: str, partition_by: list[str]) -> No
 
 def count_outcomes(df: DataFrame) -> list[PartitionCount]:
     """Rows per source partition and outcome (ok / dlq), with their mean Kafka timestamp."""
-    outcome = F.when(F.col("dlq_error_class").isNull(), OK).otherwise(DLQ)
+    outcome = F.when(F.col(ERROR_CLASS).isNull(), OK).otherwise(DLQ)
     rows = (
         df.groupBy("kafka_topic", "kafka_partition", outcome.alias("outcome"))
         .agg(
@@ -57,61 +63,97 @@ def count_outcomes(df: DataFrame) -> list[PartitionCount]:
     ]
 
 
-class EventsWriter:
-    """``foreachBatch`` of the pipeline's query: counts, Parquet, DLQ, aggregates."""
+def as_records(rows: DataFrame) -> DataFrame:
+    """Output rows as Kafka records: the row as a JSON object, keyed by ``kafka_key``."""
+    columns = [c for c in rows.columns if c != "kafka_key"]
+    key = F.col("kafka_key").cast("binary") if "kafka_key" in rows.columns else F.lit(None)
+    return rows.select(
+        key.cast("binary").alias("key"),
+        F.to_json(F.struct(*columns)).cast("binary").alias("value"),
+    )
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a batch goes."""
+
+    table_path: str
+    partition_by: tuple[str, ...]
+    dlq_topic: str
+    kafka: Mapping[str, Any]
+    output_topic: str | None = None
+    aggregates_path: str | None = None
+
+    def sink(self, df: DataFrame, topic: str, batch_id: int) -> None:
+        (
+            df.write.format(FORMAT)
+            .mode("append")
+            .options(**{f"kafka.{k}": str(v) for k, v in self.kafka.items()})
+            .option("topic", topic)
+            .option("batchId", str(batch_id))
+            .save()
+        )
+
+
+class PipelineWriter:
+    """``foreachBatch`` of the pipeline's query: counts, Parquet (+ topic), DLQ, aggregates."""
 
     def __init__(
         self,
-        events_path: str,
-        dlq_topic: str,
-        kafka: Mapping[str, Any],
+        outputs: Outputs,
         tracker: ProgressTracker,
+        transformation: Transformation | None = None,
         windows: WindowAggregator | None = None,
-        aggregates_path: str | None = None,
     ) -> None:
-        self.events_path = events_path
-        self.dlq_topic = dlq_topic
-        self.sink_options = {f"kafka.{k}": str(v) for k, v in kafka.items()}
+        self.outputs = outputs
         self.tracker = tracker
+        self.transformation = transformation
         self.windows = windows
-        self.aggregates_path = aggregates_path
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         marks = [time.monotonic()]
+        out = self.outputs
         # Deserialized (as DataFrame.cache()): PySpark's MEMORY_AND_DISK is the JVM's
         # serialized level, so every job over the batch would Java-deserialize its blocks.
         df.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         try:
             counts = count_outcomes(df)
             marks.append(time.monotonic())
-            valid = valid_events(df)
-            if any(c.outcome == OK for c in counts):
-                rows = valid.withColumn("batch_id", F.lit(batch_id))
-                write_batch_parquet(rows, self.events_path, ["event_date", "batch_id"])
+            valid = any(c.outcome == OK for c in counts)
+            rows = self.transform(valid_rows(df)) if valid else None
+            if rows is not None:
+                self.write_rows(rows, batch_id)
             marks.append(time.monotonic())
             if any(c.outcome == DLQ for c in counts):
-                self.write_dlq(df, batch_id)
+                out.sink(dead_letters(df), out.dlq_topic, batch_id)
             marks.append(time.monotonic())
-            path, windows = self.aggregates_path, self.windows
-            if windows is not None and path is not None and any(c.outcome == OK for c in counts):
-                windows.run(valid, batch_id, lambda w: write_windows(w, path, batch_id))
+            path, windows = out.aggregates_path, self.windows
+            if windows is not None and path is not None and rows is not None:
+                windows.run(rows, batch_id, lambda w: write_windows(w, path, batch_id))
             marks.append(time.monotonic())
         finally:
             df.unpersist()
         steps = [round(b - a, 2) for a, b in itertools.pairwise(marks)]
-        log.info("batch %d: read+count, parquet, dlq, aggregates: %s s", batch_id, steps)
+        log.info("batch %d: read+count, output, dlq, aggregates: %s s", batch_id, steps)
         self.tracker.batch_written(BatchCounts(batch_id, tuple(counts)))
 
-    def write_dlq(self, df: DataFrame, batch_id: int) -> None:
-        (
-            dead_letters(df)
-            .write.format(FORMAT)
-            .mode("append")
-            .options(**self.sink_options)
-            .option("topic", self.dlq_topic)
-            .option("batchId", str(batch_id))
-            .save()
-        )
+    def transform(self, valid: DataFrame) -> DataFrame:
+        return valid if self.transformation is None else self.transformation(valid)
+
+    def write_rows(self, rows: DataFrame, batch_id: int) -> None:
+        out = self.outputs
+        try:
+            tagged = rows.withColumn("batch_id", F.lit(batch_id))
+            write_batch_parquet(tagged, out.table_path, [*out.partition_by, "batch_id"])
+            if out.output_topic is not None:
+                out.sink(as_records(rows), out.output_topic, batch_id)
+        except (CapturedException, Py4JJavaError) as exc:
+            if self.transformation is None:
+                raise
+            raise LaglessError(
+                f"transformation {self.transformation.name} failed in batch {batch_id}: "
+                f"{one_line(exc)}"
+            ) from None
 
 
 def write_windows(windows: DataFrame, path: str, batch_id: int) -> None:
