@@ -21,23 +21,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql import types as T  # noqa: N812
 
 from lagless.errors import ConfigError
 from lagless.spark.pipeline.parse import Parsed
@@ -45,23 +29,23 @@ from lagless.spark.pipeline.schemas import RecordSchema, check_names
 
 BROKEN_AVRO = "broken_avro"
 UNKNOWN_SCHEMA = "unknown_schema"
-PRIMITIVE: dict[str, DataType] = {
-    "string": StringType(),
-    "int": IntegerType(),
-    "long": LongType(),
-    "float": FloatType(),
-    "double": DoubleType(),
-    "boolean": BooleanType(),
-    "bytes": BinaryType(),
+PRIMITIVE: dict[str, T.DataType] = {
+    "string": T.StringType(),
+    "int": T.IntegerType(),
+    "long": T.LongType(),
+    "float": T.FloatType(),
+    "double": T.DoubleType(),
+    "boolean": T.BooleanType(),
+    "bytes": T.BinaryType(),
 }
-LOGICAL: dict[str, DataType] = {
-    "timestamp-millis": TimestampType(),
-    "timestamp-micros": TimestampType(),
-    "date": DateType(),
+LOGICAL: dict[str, T.DataType] = {
+    "timestamp-millis": T.TimestampType(),
+    "timestamp-micros": T.TimestampType(),
+    "date": T.DateType(),
 }
 
 
-def avro_type(node: Any, named: dict[str, DataType]) -> DataType:
+def avro_type(node: Any, named: dict[str, T.DataType]) -> T.DataType:
     """The Spark type of an Avro schema node (named types resolved through ``named``)."""
     if isinstance(node, str):
         if node in PRIMITIVE:
@@ -71,29 +55,29 @@ def avro_type(node: Any, named: dict[str, DataType]) -> DataType:
         raise ConfigError(f"Avro type {node!r} is not supported")
     if isinstance(node, list):
         rest = [n for n in node if n != "null"]
-        return avro_type(rest[0], named) if len(rest) == 1 else StringType()
+        return avro_type(rest[0], named) if len(rest) == 1 else T.StringType()
     kind = node.get("type")
     logical = node.get("logicalType")
     if logical in LOGICAL:
         return LOGICAL[logical]
     if logical == "decimal":
-        return DecimalType(int(node["precision"]), int(node.get("scale", 0)))
+        return T.DecimalType(int(node["precision"]), int(node.get("scale", 0)))
     if kind == "record":
-        struct = StructType(
-            [StructField(f["name"], avro_type(f["type"], named)) for f in node["fields"]]
+        struct = T.StructType(
+            [T.StructField(f["name"], avro_type(f["type"], named)) for f in node["fields"]]
         )
         named[node["name"]] = struct
         return struct
     if kind == "enum":
-        named[node["name"]] = StringType()
-        return StringType()
+        named[node["name"]] = T.StringType()
+        return T.StringType()
     if kind == "fixed":
-        named[node["name"]] = BinaryType()
-        return BinaryType()
+        named[node["name"]] = T.BinaryType()
+        return T.BinaryType()
     if kind == "array":
-        return ArrayType(avro_type(node["items"], named))
+        return T.ArrayType(avro_type(node["items"], named))
     if kind == "map":
-        return MapType(StringType(), avro_type(node["values"], named))
+        return T.MapType(T.StringType(), avro_type(node["values"], named))
     return avro_type(kind, named)
 
 
@@ -125,7 +109,7 @@ def fetch_schemas(registry: Any, subject: str) -> tuple[dict[int, str], str]:
 
 def record_schema(reader: str, subject: str) -> RecordSchema:
     struct = avro_type(json.loads(reader), {})
-    if not isinstance(struct, StructType):
+    if not isinstance(struct, T.StructType):
         raise ConfigError(f"schema registry: subject {subject}: the schema is not a record")
     return check_names(RecordSchema(struct, (), None, f"subject {subject}"))
 
@@ -164,14 +148,14 @@ class AvroDecoder:
 def parse_avro(registry: Any, subject: str) -> tuple[RecordSchema, Callable[[DataFrame], Parsed]]:
     writers, reader = fetch_schemas(registry, subject)
     schema = record_schema(reader, subject)
-    result = StructType(
+    result = T.StructType(
         [
-            StructField("data", schema.struct),
-            StructField("cls", StringType()),
-            StructField("msg", StringType()),
+            T.StructField("data", schema.struct),
+            T.StructField("cls", T.StringType()),
+            T.StructField("msg", T.StringType()),
         ]
     )
-    decode = F.udf(AvroDecoder(writers, reader).decode, result)
+    decode = F.udf(AvroDecoder(writers, reader).decode, result, useArrow=False)
 
     def parse(raw: DataFrame) -> Parsed:
         d = decode(F.col("value"))

@@ -28,9 +28,8 @@ def dlq_id(topic: Column, partition: Column, offset: Column) -> Column:
 
 
 def dlq_headers() -> dict[str, Column]:
-    """Why and where a dead letter came from, under the engine's header names
-    (``lagless-dlq-*``, as in :mod:`lagless.engine.dlq`), so one DLQ reader serves both, and
-    its identity (:func:`dlq_id`)."""
+    """Why and where a dead letter came from, under the engine's dead-letter header names
+    (``lagless-dlq-*``), so one DLQ reader serves both, and its identity (:func:`dlq_id`)."""
     return {
         DLQ_ID_HEADER: dlq_id(*(F.col(c) for c in SOURCE_COLUMNS[:3])),
         "lagless-dlq-error-class": F.col(ERROR_CLASS),

@@ -44,7 +44,7 @@ Rule = str | Callable[[Fields], Column]
 class Check:
     """A rule every record must satisfy, else it goes to the DLQ with class ``name``.
 
-    ``condition``: a SQL expression over the record's fields (``"amount >= 0"``), or a
+    ``condition``: a SQL expression over the record's fields (``"price >= 0"``), or a
     function of the fields giving a Column; a row passes when it is true (null fails it).
     ``message``: the same kinds, the DLQ reason (default ``check NAME failed: CONDITION``).
     SQL checks run in a second projection over the parsed rows; functions in the parse's own."""

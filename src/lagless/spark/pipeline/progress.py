@@ -62,7 +62,7 @@ class BatchCounts:
 
 @dataclass(frozen=True)
 class BatchReport:
-    """One finished micro-batch of the events query, for a progress line."""
+    """One finished micro-batch of the pipeline's query, for a progress line."""
 
     batch_id: int
     input_rows: int

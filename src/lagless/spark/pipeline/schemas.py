@@ -1,6 +1,6 @@
 """The record schema a pipeline parses values with, from what the user gave.
 
-- a Spark DDL string (``"id STRING NOT NULL, amount DOUBLE, ts TIMESTAMP"``) or a
+- a Spark DDL string (``"id STRING NOT NULL, price DOUBLE, ts TIMESTAMP"``) or a
   ``StructType``: fields declared ``NOT NULL`` are required;
 - a JSON Schema file (``*.json``) or a pydantic model (``module:Model``, or the class): the
   Spark schema is derived from the JSON Schema, and every record is also validated by the
@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,9 @@ def load_target(target: str, what: str) -> Any:
     if not TARGET_RE.match(target):
         raise ConfigError(f"{what} {target!r} is not module:name")
     module_name, name = target.split(":")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)  # as `python -m` does: the user's module beside them
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:

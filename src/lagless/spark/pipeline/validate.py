@@ -5,7 +5,7 @@ not only by the Spark schema derived from it: ``minimum``, ``pattern``, ``enum``
 A Python UDF (Arrow-batched) over the value's text, run on the executors; the schema travels
 with the UDF, so the executors need ``jsonschema`` (the ``schemaregistry`` extra) but not the
 user's model. Rows it rejects get class ``schema_violation`` and the first error, with where
-in the record it is (``amount: -1 is less than the minimum of 0``).
+in the record it is (``price: -1 is less than the minimum of 0``).
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ MERGE: dict[str, Callable[[Any, Any], Any]] = {"count": _add, "sum": _add, "min"
 
 @dataclass(frozen=True)
 class Aggregation:
-    """``NAME=FUNC(COLUMN)``: ``events=count(*)``, ``amount=sum(amount)``, ``low=min(price)``."""
+    """``NAME=FUNC(COLUMN)``: ``n=count(*)``, ``total=sum(price)``, ``low=min(price)``."""
 
     name: str
     func: str
@@ -165,7 +165,7 @@ class WindowState:
         doc: dict[str, Any] = json.loads(text)
         state = cls(watermark_us=doc["watermark_us"])
         for row in doc["open"]:
-            if len(row) == 5:  # before user-declared aggregates: [start, end, country, n, sum]
+            if len(row) == 5:  # before user-declared aggregates: [start, end, group, n, sum]
                 key, values = row[:3], row[3:]
             else:
                 key, values = row
