@@ -26,6 +26,7 @@ from lagless.ids import ID_HEADER
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.clients import make_producer
 from lagless.kafka.offsets import topic_ranges
+from lagless.kafka.reader import read_all
 from lagless.spark.pipeline import PipelineConfig, run_pipeline
 from lagless.spark.pipeline.parse import Check
 from lagless.spark.pipeline.windows import Aggregation, WindowSpec
@@ -96,6 +97,7 @@ def test_json_with_a_ddl_schema_and_a_python_transformation(spark: SparkSession,
     cfg = env.config(
         value_schema=DDL, key="string", checks=(Check("not_negative", "amount >= 0"),),
         transform="tests.integration.spark_helpers.jobs:clean", max_offsets_per_trigger=120,
+        output_topic=f"{env.topic}-out",
     )  # fmt: skip
     summary = run_pipeline(cfg, spark=spark)
     assert (summary.input_rows, summary.valid_rows) == (200, len(payments.valid))
@@ -103,6 +105,10 @@ def test_json_with_a_ddl_schema_and_a_python_transformation(spark: SparkSession,
     row = {r["id"]: r for r in env.table()}["p3"]
     assert (row["cents"], row["currency"], row["kafka_key"]) == (350, "eur", "k3")
     assert row["kafka_offset"] >= 0 and row["kafka_topic"] == env.topic
+    # the output topic: the same rows as JSON, keyed by the source key (no failure: once each)
+    records = {m.key(): json.loads(m.value()) for m in read_all(env.cluster.conf, cfg.output_topic)}
+    assert sorted(r["id"] for r in records.values()) == sorted(payments.valid)
+    assert records[b"k3"]["cents"] == 350
     letters = assert_dlq(env.cluster.conf, env.topic, payments)
     reasons = {d["lagless-dlq-error"] for d in letters if d[CLASS] == "not_negative"}
     assert reasons == {"check not_negative failed: amount >= 0"}
