@@ -1,4 +1,6 @@
-"""The Spark events pipeline, Kafka -> Parquet, beside the same events from JSON files.
+"""The Spark pipeline, Kafka -> Parquet, beside the same events from JSON files.
+
+The pipeline runs the demo's events (``lagless.spark.examples.events``).
 
 Prints one JSON object. Usage:
     python bench/spark_pipeline.py [--events N] [--partitions P] [--no-aggregates]
