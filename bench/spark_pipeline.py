@@ -1,4 +1,6 @@
-"""The Spark events pipeline, Kafka -> Parquet, beside the same events from JSON files.
+"""The Spark pipeline, Kafka -> Parquet, beside the same events from JSON files.
+
+The pipeline runs the demo's events (``lagless.spark.examples.events``).
 
 Prints one JSON object. Usage:
     python bench/spark_pipeline.py [--events N] [--partitions P] [--no-aggregates]
@@ -58,9 +60,10 @@ from _broker import bench_cluster
 from lagless.kafka.admin import create_topic
 from lagless.produce.producer import run_load
 from lagless.produce.workloads import OutRecord, Workload, WorkloadSpec, generate
-from lagless.spark.pipeline import PipelineConfig, PipelineSummary, run_pipeline
-from lagless.spark.progress import BatchReport
-from lagless.spark.session import build_session
+from lagless.spark.connector.session import build_session
+from lagless.spark.examples.events import events_config
+from lagless.spark.pipeline import PipelineSummary, run_pipeline
+from lagless.spark.pipeline.progress import BatchReport
 
 RATIO_TARGET = 0.8  # Kafka records/s over files records/s, at 1M events
 SOURCE_MS_TARGET = 50  # latestOffset + getBatch of one trigger of the Kafka source
@@ -88,9 +91,9 @@ def process_cpu_s() -> dict[str, float] | None:
         children.setdefault(parent, []).append(pid)
     mine = children.get(os.getpid(), [])
     jvms = [p for p in mine if b"java" in _cmdline(p)]
-    # The source runners lagless forks for Spark (lagless.spark.prefork): the server's
+    # The source runners lagless forks for Spark (lagless.spark.connector.prefork): the server's
     # children, not the server itself (its imports are done once per session).
-    servers = [p for p in mine if b"lagless.spark.prefork" in _cmdline(p)]
+    servers = [p for p in mine if b"lagless.spark.connector.prefork" in _cmdline(p)]
     # The JVM's own threads; its children are the Python processes (ended ones: reaped time).
     out = {
         "jvm": sum(stats[p][1] for p in jvms),
@@ -157,7 +160,7 @@ def run(
     label: str = "0",
 ) -> Run:
     name = f"{'files' if files is not None else 'kafka'}-{label}"
-    config = PipelineConfig.build(
+    config = events_config(
         topic=topic,
         output=work / f"{name}-out",
         checkpoint=work / f"{name}-ck",
@@ -194,7 +197,7 @@ def steady_triggers(
     first, which reuse the target fixed at start)."""
     topic = f"bench-steady-{uuid.uuid4().hex[:8]}"
     create_topic(conf, topic, partitions)
-    config = PipelineConfig.build(
+    config = events_config(
         topic=topic,
         output=work / "steady-out",
         checkpoint=work / "steady-ck",

@@ -149,8 +149,8 @@ OTHER_VARIABLES = frozenset(
 )
 """``LAGLESS_*`` variables that are not :class:`KafkaSettings` fields but still mean something:
 the settings file, the embedded broker's state directory, whether Spark's source runner is
-forked from a warm process (:mod:`lagless.spark.prefork`), whether Spark tasks read Kafka
-through the C reader (:mod:`lagless.spark.native_fetch`), and the console's token
+forked from a warm process (:mod:`lagless.spark.connector.prefork`), whether Spark tasks read
+Kafka through the C reader (:mod:`lagless.spark.connector.native_fetch`), and the console's token
 (``lagless ui``)."""
 
 

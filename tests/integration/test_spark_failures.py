@@ -20,8 +20,9 @@ from pyspark.sql import SparkSession
 from lagless.broker.embedded import EmbeddedBroker, free_port
 from lagless.errors import LaglessError
 from lagless.kafka.admin import create_topic
+from lagless.spark.examples.events import events_config
 from lagless.spark.pipeline import PipelineConfig, PipelineSummary, run_pipeline
-from lagless.spark.progress import BatchReport
+from lagless.spark.pipeline.progress import BatchReport
 from tests.conftest import Cluster, run_cli, unique, wait_for
 from tests.integration.spark_helpers import (
     Produced,
@@ -70,7 +71,7 @@ def test_unusable_checkpoint_is_one_line_naming_it(
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    config = PipelineConfig.build(
+    config = events_config(
         topic=make_topic(partitions=1),
         output=tmp_path / "out",
         checkpoint=blocker / "ck",
@@ -105,7 +106,7 @@ def frozen_setup(
     topic = unique("t")
     create_topic(broker.conf, topic, 2)
     produced = produce_events(broker.conf, topic, events, bad_fraction=0.0)
-    config = PipelineConfig.build(
+    config = events_config(
         topic=topic,
         output=tmp_path / "out",
         checkpoint=tmp_path / "ck",

@@ -18,10 +18,10 @@ from confluent_kafka import Producer
 
 from lagless.errors import ClusterError, ConfigError, LaglessError, RecordError
 from lagless.kafka.offsets import PartitionRange
-from lagless.spark import native_fetch
-from lagless.spark.fetch import fetch_conf, read_range
-from lagless.spark.offsets import data_loss_handler
-from lagless.spark.schema import arrow_schema, kafka_schema
+from lagless.spark.connector import native_fetch
+from lagless.spark.connector.fetch import fetch_conf, read_range
+from lagless.spark.connector.offsets import data_loss_handler
+from lagless.spark.connector.schema import arrow_schema, kafka_schema
 from tests.conftest import Cluster
 from tests.integration.spark_helpers import EDGE_HEADERS
 from tests.integration.spark_helpers.raw_produce import produce_raw_headers
@@ -235,7 +235,7 @@ def test_an_option_only_confluent_kafka_takes_falls_back_and_says_why(
     rng = PartitionRange(edge_topic, 0, 0, 27)
     seen: list[object] = []
     conf = {**cluster.conf, "error_cb": seen.append}
-    with caplog.at_level(logging.WARNING, logger="lagless.spark.native_fetch"):
+    with caplog.at_level(logging.WARNING, logger="lagless.spark.connector.native_fetch"):
         batches = list(read_range(conf, rng, schema, data_loss_handler(True)))
     assert sum(b.num_rows for b in batches) == 27
     assert any(

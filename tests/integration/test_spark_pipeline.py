@@ -25,9 +25,10 @@ from lagless.kafka.offsets import topic_ranges
 from lagless.kafka.reader import read_all
 from lagless.observe.metrics import Metrics
 from lagless.observe.timeline import load_timeline
-from lagless.spark.events import dlq_headers
-from lagless.spark.pipeline import PipelineConfig, PipelineSummary, run_pipeline
-from lagless.spark.sink import BATCH_ID_HEADER
+from lagless.spark.connector.sink import BATCH_ID_HEADER
+from lagless.spark.examples.events import events_config
+from lagless.spark.pipeline import PipelineSummary, run_pipeline
+from lagless.spark.pipeline.dlq import dlq_headers
 from tests.conftest import LAGLESS, Cluster, run_cli
 from tests.integration.spark_helpers import (
     EDGE_HEADERS,
@@ -229,7 +230,7 @@ def test_windowed_aggregates_and_metrics(
     ]
     late_marker = ("m", "US", 1.0, base + timedelta(minutes=10))
     produce_orders(cluster.conf, topic, [*orders, late_marker])
-    config = PipelineConfig.build(  # locations as URIs, as Spark takes them
+    config = events_config(  # locations as URIs, as Spark takes them
         topic=topic,
         output=f"file://{tmp_path}/out",
         checkpoint=f"file://{tmp_path}/ck",
@@ -253,7 +254,7 @@ def test_windowed_aggregates_and_metrics(
     got = {(r["window_start"], r["country"]): (r["events"], r["amount"]) for r in table.to_pylist()}
     assert got == expected
     assert table.num_rows == len(expected)  # each window once
-    assert summary.events_path == f"file://{tmp_path}/out/events"
+    assert summary.table_path == f"file://{tmp_path}/out/events"
     assert (tmp_path / "ck" / "events" / "commits").is_dir()
     assert list((tmp_path / "ck" / "aggregates-state").glob("*.json"))
 
@@ -277,7 +278,7 @@ def test_windowed_aggregates_and_metrics(
 def test_jvm_source_without_its_jar_fails_before_any_query(
     spark: SparkSession, cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
-    config = PipelineConfig.build(
+    config = events_config(
         topic=make_topic(partitions=1),
         output=tmp_path / "o",
         checkpoint=tmp_path / "c",
@@ -297,7 +298,7 @@ def test_processing_time_run_commits_each_batch_to_the_group_while_running(
     tmp_path: Path,
 ) -> None:
     topic = make_topic(partitions=2)
-    config = PipelineConfig.build(
+    config = events_config(
         topic=topic,
         output=tmp_path / "out",
         checkpoint=tmp_path / "ck",
@@ -343,7 +344,7 @@ def test_dead_letters_carry_their_exact_original_headers(
         originals[value] = (key, list(headers or []))
     assert producer.flush(30) == 0
     produce_orders(cluster.conf, topic, [("ok", "DE", 1.0, datetime(2026, 1, 5, tzinfo=UTC))])
-    config = PipelineConfig.build(
+    config = events_config(
         topic=topic, output=tmp_path / "o", checkpoint=tmp_path / "c", kafka=cluster.conf
     )
     summary = run_pipeline(config, spark=spark)

@@ -1,4 +1,4 @@
-"""The source runner forked from a warm server (lagless.spark.prefork): in a real local
+"""The source runner forked from a warm server (lagless.spark.connector.prefork): in a real local
 SparkSession against the real broker, and the server and launcher client as processes."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from lagless.spark import prefork
+from lagless.spark.connector import prefork
 from tests.conftest import Cluster, wait_for
 from tests.integration.spark_helpers import produce_events, spark
 
@@ -93,7 +93,7 @@ def server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A fork server of its own (not the session's)."""
     path = str(tmp_path / "runner.sock")
     process = subprocess.Popen(
-        [sys.executable, "-m", "lagless.spark.prefork", path], stdin=subprocess.PIPE
+        [sys.executable, "-m", "lagless.spark.connector.prefork", path], stdin=subprocess.PIPE
     )
     wait_for(lambda: os.path.exists(path), 30, "the server listens")
     yield process, path
@@ -220,7 +220,7 @@ def test_a_server_that_cannot_fork_safely_keeps_the_launcher_until_its_driver_go
     launcher = directory / "python"
     launcher.write_text("#!/bin/sh\n")
     program = (
-        "import sys, lagless.spark.prefork as p; p.WARM = ('lagless_no_such_module',); "
+        "import sys, lagless.spark.connector.prefork as p; p.WARM = ('lagless_no_such_module',); "
         "p.serve(sys.argv[1], owns_directory=True)"
     )
     process = subprocess.Popen(

@@ -1,5 +1,6 @@
 """Batch writes to ``lagless-kafka`` in Spark's default save mode run as append, like Spark's
-own kafka sink (:mod:`lagless.spark.save_mode`), however the writer was built; other formats
+own kafka sink (:mod:`lagless.spark.connector.save_mode`), however the writer was built; other
+formats
 and modes keep Spark's behaviour. A real local SparkSession and the test broker."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 
 from lagless.kafka.reader import read_all
-from lagless.spark import save_mode
+from lagless.spark.connector import save_mode
 from tests.conftest import Cluster
 from tests.integration.spark_helpers import spark
 

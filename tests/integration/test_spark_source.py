@@ -21,13 +21,13 @@ from lagless.ids import ID_HEADER
 from lagless.kafka.offsets import OffsetProbe, PartitionRange
 from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
-from lagless.spark.fetch import read_range
-from lagless.spark.offsets import data_loss_handler
-from lagless.spark.options import SourceOptions
+from lagless.spark.connector.fetch import read_range
+from lagless.spark.connector.offsets import data_loss_handler
+from lagless.spark.connector.options import SourceOptions
+from lagless.spark.connector.schema import arrow_schema, kafka_schema
+from lagless.spark.connector.sink import BATCH_ID_HEADER
+from lagless.spark.connector.source import KafkaStreamReader
 from lagless.spark.pipeline import require_jvm_kafka
-from lagless.spark.schema import arrow_schema, kafka_schema
-from lagless.spark.sink import BATCH_ID_HEADER
-from lagless.spark.source import KafkaStreamReader
 from tests.conftest import Cluster
 from tests.integration.spark_helpers import EDGE_HEADERS, produce_events, spark
 

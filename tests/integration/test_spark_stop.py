@@ -18,6 +18,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
+from lagless.spark.examples.events import events_config
 from lagless.spark.pipeline import PipelineConfig, PipelineSummary, RawFactory, run_pipeline
 from lagless.spark.pipeline import kafka_stream as pipeline_stream
 from tests.conftest import LAGLESS, Cluster, run_cli
@@ -82,7 +83,7 @@ def config_for(
     trigger: str = "processing-time=1s",
     max_offsets_per_trigger: int | None = None,
 ) -> PipelineConfig:
-    return PipelineConfig.build(
+    return events_config(
         topic=topic,
         output=tmp_path / "out",
         checkpoint=tmp_path / "ck",

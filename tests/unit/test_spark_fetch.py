@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 from confluent_kafka import Message
 
-from lagless.spark.fetch import BatchBuilder, fetch_conf
-from lagless.spark.schema import arrow_schema, kafka_schema
+from lagless.spark.connector.fetch import BatchBuilder, fetch_conf
+from lagless.spark.connector.schema import arrow_schema, kafka_schema
 
 
 @pytest.mark.parametrize("headers", [True, False])

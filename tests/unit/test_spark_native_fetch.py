@@ -6,7 +6,7 @@ import pytest
 
 from lagless.config import unknown_variables
 from lagless.errors import ConfigError
-from lagless.spark.native_fetch import SWITCH, conf_pairs, switch
+from lagless.spark.connector.native_fetch import SWITCH, conf_pairs, switch
 
 
 def test_switch_is_on_unless_0_and_rejects_anything_else() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from lagless.errors import LaglessError
 from lagless.kafka.offsets import PartitionRange
-from lagless.spark.offsets import (
+from lagless.spark.connector.offsets import (
     DataLossError,
     canonical,
     cap_ranges,

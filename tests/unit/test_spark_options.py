@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lagless.errors import ConfigError
-from lagless.spark.options import SinkOptions, SourceOptions
+from lagless.spark.connector.options import SinkOptions, SourceOptions
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "a, b"}
 

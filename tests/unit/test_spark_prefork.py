@@ -1,4 +1,4 @@
-"""The switch of the source runner's fork server (lagless.spark.prefork)."""
+"""The switch of the source runner's fork server (lagless.spark.connector.prefork)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from lagless.errors import ConfigError
-from lagless.spark import prefork
+from lagless.spark.connector import prefork
 
 
 @pytest.mark.parametrize("value", ["yes", "true", "2", "off", ""])

@@ -12,9 +12,15 @@ import pytest
 
 from lagless.errors import ConfigError
 from lagless.observe.metrics import Metrics
-from lagless.spark.kafka_conf import java_options
-from lagless.spark.pipeline import PipelineConfig, Trigger, short_error
-from lagless.spark.progress import BatchCounts, BatchReport, PartitionCount, ProgressTracker
+from lagless.spark.connector.kafka_conf import java_options
+from lagless.spark.examples.events import events_config
+from lagless.spark.pipeline import Trigger, short_error
+from lagless.spark.pipeline.progress import (
+    BatchCounts,
+    BatchReport,
+    PartitionCount,
+    ProgressTracker,
+)
 
 
 @dataclass
@@ -56,15 +62,15 @@ def test_config_validation_is_one_line() -> None:
         "checkpoint": Path("c"),
         "kafka": {"bootstrap.servers": "h:1"},
     }
-    config = PipelineConfig.build(**base)
+    config = events_config(**base)
     assert config.dlq_name == "t-dlq"
-    assert config.events_path == "o/events"
-    uri = PipelineConfig.build(
+    assert config.table_path == "o/events"
+    uri = events_config(
         **{**base, "output": "s3a://bucket/lake/", "checkpoint": "hdfs://nn:8020/ck"}
     )
-    assert (uri.events_path, uri.checkpoint) == ("s3a://bucket/lake/events", "hdfs://nn:8020/ck")
+    assert (uri.table_path, uri.checkpoint) == ("s3a://bucket/lake/events", "hdfs://nn:8020/ck")
     assert uri.aggregates_state == "hdfs://nn:8020/ck/aggregates-state"
-    assert PipelineConfig.build(**{**base, "output": "file:///tmp/o"}).events_path == (
+    assert events_config(**{**base, "output": "file:///tmp/o"}).table_path == (
         "file:///tmp/o/events"
     )
     for bad, match in [
@@ -76,7 +82,7 @@ def test_config_validation_is_one_line() -> None:
         ({"output": "s3a://"}, "output"),
     ]:
         with pytest.raises(ConfigError, match=match) as info:
-            PipelineConfig.build(**{**base, **bad})
+            events_config(**{**base, **bad})
         assert "\n" not in str(info.value)
 
 
@@ -167,7 +173,8 @@ def test_the_final_pass_waits_for_a_report_the_listener_is_delivering() -> None:
 def test_short_error_takes_the_lagless_message_from_a_jvm_trace() -> None:
     trace = (
         'org.apache.spark.SparkException: Job aborted.\n  File "x.py", line 3\n'
-        "lagless.spark.offsets.DataLossError: t[0] records [3, 6) were deleted before read; "
+        "lagless.spark.connector.offsets.DataLossError: t[0] records [3, 6) were deleted "
+        "before read; "
         "set failOnDataLoss=false\n\tat org.apache..."
     )
     assert short_error(Exception(trace)).startswith("t[0] records [3, 6) were deleted")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lagless.spark.windows import WindowState, advance, duration_us
+from lagless.spark.pipeline.windows import WindowState, advance, duration_us
 
 MIN = 60_000_000  # one minute in µs
 

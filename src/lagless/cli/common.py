@@ -53,7 +53,8 @@ def setup_logging(verbosity: int) -> None:
 
 def not_a_stopped_batch(record: logging.LogRecord) -> bool:
     """py4j logs the traceback of every exception a Python callback raises: a micro-batch
-    the user's stop interrupted (``lagless.spark.stopping.BatchInterrupted``) is not an error."""
+    the user's stop interrupted (``lagless.spark.pipeline.stopping.BatchInterrupted``) is not an
+    error."""
     error = record.exc_info[1] if record.exc_info else None
     return type(error).__name__ != "BatchInterrupted"
 

@@ -87,10 +87,11 @@ def engine_section(conf: dict[str, Any], topic: str, jobs: int, out_dir: Path) -
 
 
 def pipeline_section(conf: dict[str, Any], topic: str, out_dir: Path) -> str:
-    from lagless.spark.pipeline import PipelineConfig, run_pipeline
+    from lagless.spark.examples.events import events_config
+    from lagless.spark.pipeline import run_pipeline
 
     group = f"{topic}-pipeline"
-    config = PipelineConfig.build(
+    config = events_config(
         topic=topic, output=out_dir / "lake", checkpoint=out_dir / "checkpoint", kafka=conf,
         group=group, master="local[2]", trigger="available-now",
     )  # fmt: skip
@@ -98,7 +99,7 @@ def pipeline_section(conf: dict[str, Any], topic: str, out_dir: Path) -> str:
     summary = run_pipeline(config)
     out_console.print(
         f"pipeline: {summary.batches} batches, {summary.input_rows} rows in, "
-        f"{summary.valid_rows} valid to Parquet at {summary.events_path}, "
+        f"{summary.valid_rows} valid to Parquet at {summary.table_path}, "
         f"{summary.dlq_rows} malformed to topic {summary.dlq_topic}; "
         f"aggregates at {summary.aggregates_path}"
     )

@@ -1,4 +1,5 @@
-"""`lagless pipeline run`: the events pipeline on Spark (Kafka -> Parquet, DLQ, aggregates)."""
+"""`lagless pipeline run`: the Spark pipeline (Kafka -> parse, validate, transform -> Parquet,
+DLQ, aggregates) for the user's own records, or the demo's events (``--preset events``)."""
 
 from __future__ import annotations
 
@@ -39,13 +40,54 @@ def spark_log_level() -> str:
 @app.command("run")
 def run(
     ctx: typer.Context,
-    topic: Annotated[str, typer.Option("--topic", "-t", help="input topic (events workload)")],
+    topic: Annotated[str, typer.Option("--topic", "-t", help="input topic(s), comma-separated")],
     output: Annotated[
-        str, typer.Option(help="Parquet output, a path or URI: OUT/events, OUT/aggregates")
+        str, typer.Option(help="Parquet output, a path or URI: OUT/TABLE, OUT/aggregates")
     ],
     checkpoint: Annotated[
         str, typer.Option(help="checkpoint location, a path or URI (source of truth)")
     ],
+    value: Annotated[str, typer.Option(help="value format: json, avro or raw")] = "json",
+    schema: Annotated[
+        str | None,
+        typer.Option(help="json: a Spark DDL string, a JSON Schema file or module:Model"),
+    ] = None,
+    key: Annotated[str, typer.Option(help="key as column kafka_key: none, string, binary")] = (
+        "none"
+    ),
+    registry: Annotated[str | None, typer.Option(help="avro: Schema Registry URL")] = None,
+    subject: Annotated[
+        str | None, typer.Option(help="avro: registry subject (default TOPIC-value)")
+    ] = None,
+    check: Annotated[
+        list[str] | None,
+        typer.Option(help="NAME=SQL condition each record must meet, else DLQ (repeatable)"),
+    ] = None,
+    transform: Annotated[
+        str | None, typer.Option(help="module:function, DataFrame -> DataFrame")
+    ] = None,
+    sql: Annotated[str | None, typer.Option(help='instead: "SELECT ... FROM input"')] = None,
+    table: Annotated[str, typer.Option(help="output folder under OUT")] = "rows",
+    partition_by: Annotated[
+        list[str] | None, typer.Option(help="output partition column (repeatable)")
+    ] = None,
+    output_topic: Annotated[
+        str | None, typer.Option(help="also write the rows (JSON) to this topic")
+    ] = None,
+    window_on: Annotated[
+        str | None, typer.Option(help="aggregates: the time column of the windows")
+    ] = None,
+    window: Annotated[str, typer.Option(help="aggregates: window length")] = "1 minute",
+    group_by: Annotated[
+        list[str] | None, typer.Option(help="aggregates: group-by column (repeatable)")
+    ] = None,
+    agg: Annotated[
+        list[str] | None,
+        typer.Option(help="aggregates: NAME=count(*)|count(C)|sum(C)|min(C)|max(C) (repeatable)"),
+    ] = None,
+    preset: Annotated[
+        str | None, typer.Option(help="events: the demo's order events (schema, checks, ...)")
+    ] = None,
     group: Annotated[
         str | None, typer.Option(help="consumer group that mirrors the processed offsets")
     ] = None,
@@ -75,7 +117,7 @@ def run(
         str, typer.Option(help="python (lagless-kafka) or jvm (Spark's kafka connector)")
     ] = "python",
     aggregates: Annotated[
-        bool, typer.Option(help="also write per-minute, per-country aggregates")
+        bool, typer.Option(help="write the windowed aggregates (--window-on or the preset's)")
     ] = True,
     watermark: Annotated[str, typer.Option(help="how late events may come")] = "1 minute",
     metrics_port: Annotated[
@@ -97,17 +139,27 @@ def run(
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print one JSON summary")] = False,
 ) -> None:
-    """Run the events pipeline: valid events to Parquet (exactly once), invalid to the DLQ."""
+    """Run the pipeline: valid records to Parquet (exactly once), invalid ones to the DLQ."""
     extras.require("spark", "lagless pipeline")
+    from lagless.spark.connector.session import build_session, parse_conf
     from lagless.spark.pipeline import PipelineConfig, prepare_topics, run_pipeline
-    from lagless.spark.progress import BatchReport
-    from lagless.spark.session import build_session, parse_conf
+    from lagless.spark.pipeline.progress import BatchReport
 
     if starting_offsets not in {"earliest", "latest"}:
         raise ConfigError(f"--starting-offsets {starting_offsets!r} is not earliest or latest")
     if source not in {"python", "jvm"}:
         raise ConfigError(f"--source {source!r} is not python or jvm")
+    shape: dict[str, Any] = {
+        "value": value, "value_schema": schema, "key": key, "registry": registry,
+        "subject": subject, "checks": parse_checks(check or []), "transform": transform,
+        "sql": sql, "table": table, "partition_by": tuple(partition_by or ()),
+        "output_topic": output_topic,
+        "windows": window_spec(window_on, window, watermark, group_by, agg, aggregates),
+    }  # fmt: skip
+    if preset is not None:
+        shape = preset_shape(preset, shape, aggregates, watermark)
     values: dict[str, Any] = {
+        **shape,
         "topic": topic,
         "output": output,
         "checkpoint": checkpoint,
@@ -119,8 +171,6 @@ def run(
         "starting_offsets": starting_offsets,
         "dlq_topic": dlq_topic,
         "source": source,
-        "aggregates": aggregates,
-        "watermark": watermark,
         "spark_conf": parse_conf(conf or []),
         "source_options": parse_conf(source_option or [], "--source-option"),
         "kafka": {"bootstrap.servers": "unresolved:0"},
@@ -197,10 +247,59 @@ def print_summary(summary: PipelineSummary) -> None:
         highlight=False,
         soft_wrap=True,
     )
-    lines = [f"events:     {summary.events_path}"]
+    lines = [f"output:     {summary.table_path}"]
     if summary.aggregates_path is not None:
         lines.append(f"aggregates: {summary.aggregates_path}")
     if summary.group is not None:
         lines.append(f"offsets committed to group {summary.group}")
     for line in lines:
         out_console.print(line, highlight=False, soft_wrap=True)
+
+
+def parse_checks(texts: list[str]) -> tuple[Any, ...]:
+    from lagless.spark.pipeline.parse import Check
+
+    checks = []
+    for text in texts:
+        name, sep, condition = text.partition("=")
+        if not sep or not name.strip().isidentifier() or not condition.strip():
+            raise ConfigError(f"--check {text!r} is not NAME=SQL condition")
+        checks.append(Check(name.strip(), condition.strip()))
+    return tuple(checks)
+
+
+def window_spec(
+    time_column: str | None,
+    window: str,
+    watermark: str,
+    group_by: list[str] | None,
+    aggs: list[str] | None,
+    enabled: bool,
+) -> Any:
+    from lagless.spark.pipeline.windows import Aggregation, WindowSpec, check_duration
+
+    check_duration(watermark, "--watermark")
+    if time_column is None:
+        if group_by or aggs:
+            raise ConfigError("--group-by and --agg need --window-on TIME_COLUMN")
+        return None
+    if not enabled:
+        return None
+    parsed = tuple(Aggregation.parse(a) for a in aggs or ["rows=count(*)"])
+    return WindowSpec(time_column, window, watermark, tuple(group_by or ()), parsed)
+
+
+def preset_shape(name: str, given: dict[str, Any], aggregates: bool, watermark: str) -> Any:
+    """A preset's settings; giving any of them too is an error (which would win is unclear)."""
+    if name != "events":
+        raise ConfigError(f"--preset {name!r} is not events")
+    from lagless.spark.examples.events import preset
+
+    defaults = {"value": "json", "key": "none", "table": "rows", "partition_by": (), "checks": ()}
+    clash = [k for k, v in given.items() if v is not None and v != defaults.get(k)]
+    if clash:
+        flags = ", ".join(
+            "--" + k.replace("value_schema", "schema").replace("_", "-") for k in clash
+        )
+        raise ConfigError(f"--preset {name} sets the record shape itself: leave out {flags}")
+    return preset(aggregates, watermark)

@@ -2,7 +2,7 @@
 replay them to their source topic (or another).
 
 A dead letter is the failed record itself (key, value, headers) plus the ``lagless-dlq-*``
-headers the engine adds (:mod:`lagless.engine.dlq`). A replay sends the original key, value and
+headers the engine adds (:mod:`lagless.engine.results.dlq`). A replay sends the original key, value and
 headers (the ``lagless-dlq-*`` ones left out) to the source topic the dead letter names (or
 ``to``), with ``lagless-replayed-from: DLQ_TOPIC:PARTITION:OFFSET`` added; every delivery is
 checked (durability profile: acks=all, idempotent).
@@ -18,7 +18,7 @@ from typing import Any
 
 from confluent_kafka import Message
 
-from lagless.engine.dlq import H_ERROR_CLASS, H_TOPIC
+from lagless.engine.results.dlq import H_ERROR_CLASS, H_TOPIC
 from lagless.errors import ConfigError
 from lagless.kafka.records import coordinates, header_pairs
 from lagless.kafka.tail import TailSpec, tail

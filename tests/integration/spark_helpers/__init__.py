@@ -24,8 +24,8 @@ from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
 from lagless.produce.producer import run_load
 from lagless.produce.workloads import OutRecord, Workload, WorkloadSpec, generate
-from lagless.spark.events import DLQ_ID_HEADER
-from lagless.spark.session import build_session
+from lagless.spark.connector.session import build_session
+from lagless.spark.pipeline.dlq import DLQ_ID_HEADER
 
 # Headers a dead letter must carry exactly as they were produced
 EDGE_HEADERS: list[list[tuple[str, bytes | None]] | None] = [
@@ -91,6 +91,8 @@ def pipeline_args(
         str(out),
         "--checkpoint",
         str(ck),
+        "--preset",
+        "events",
         "--master",
         master,
         *extra,
@@ -136,10 +138,12 @@ def dlq_ids(conf: Mapping[str, Any], topic: str) -> Counter[str]:
     return Counter(d[ID_HEADER] for d in dead_letters(conf, topic))
 
 
-def wait_mid_batch(checkpoint: Path, proc: subprocess.Popen[bytes], min_batch: int) -> int:
+def wait_mid_batch(
+    checkpoint: Path, proc: subprocess.Popen[bytes], min_batch: int, table: str = "events"
+) -> int:
     """The id of a batch that is planned (offsets/N) but not finished (no commits/N)."""
-    offsets, commits = checkpoint / "events" / "offsets", checkpoint / "events" / "commits"
-    deadline = time.monotonic() + 240
+    offsets, commits = checkpoint / table / "offsets", checkpoint / table / "commits"
+    deadline = time.monotonic() + 600  # generous: a loaded machine starts Spark slowly
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the pipeline ended before it could be killed"
         planned = [int(p.name) for p in offsets.glob("[0-9]*")] if offsets.exists() else []
@@ -148,4 +152,4 @@ def wait_mid_batch(checkpoint: Path, proc: subprocess.Popen[bytes], min_batch: i
             if last >= min_batch and not (commits / str(last)).exists():
                 return last
         time.sleep(0.02)
-    raise AssertionError("no batch in progress within 240 s")
+    raise AssertionError("no batch in progress within 600 s")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ctypes
 
-from lagless.spark import native_fetch
+from lagless.spark.connector import native_fetch
 
 # rd_kafka_vtype_t values of rd_kafka_producev's arguments
 _END, _TOPIC, _PARTITION, _VALUE, _MSGFLAGS, _HEADERS = 0, 1, 3, 4, 7, 10

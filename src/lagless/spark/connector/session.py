@@ -2,7 +2,8 @@
 
 - Local masters: Python workers run this interpreter (``PYSPARK_PYTHON`` and
   ``spark.pyspark.python``), so lagless is importable; through a launcher that forks the
-  ``lagless-kafka`` source's driver-side process from a warm one (:mod:`lagless.spark.prefork`;
+  ``lagless-kafka`` source's driver-side process from a warm one
+  (:mod:`lagless.spark.connector.prefork`;
   ``LAGLESS_SPARK_PREFORK=0`` runs the interpreter directly).
 - Cluster masters (``spark://``): the executors' Python is not forced to the driver's path
   (it rarely exists on the workers). It is what the user sets (``--conf
@@ -34,7 +35,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from lagless.errors import ConfigError
-from lagless.spark import native_fetch, prefork
+from lagless.spark.connector import native_fetch, prefork
 
 MASTER_RE = re.compile(
     r"^(local(\[(\*|[1-9][0-9]*)\])?|spark://[^\s:/]+:[0-9]+(,[^\s:/]+:[0-9]+)*)$"
@@ -119,7 +120,8 @@ def python_env(master: str, conf: Mapping[str, str]) -> None:
     if "spark.pyspark.python" in conf:
         os.environ["PYSPARK_PYTHON"] = check_driver_python(conf["spark.pyspark.python"])
     elif is_local(master):
-        # this interpreter, its source runner forked from a warm process (lagless.spark.prefork)
+        # this interpreter, its source runner forked from a warm process
+        # (lagless.spark.connector.prefork)
         os.environ["PYSPARK_PYTHON"] = prefork.spark_python(sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -183,9 +185,10 @@ def log4j2_file(quiet: bool) -> Path:
 
 def register(spark: SparkSession) -> None:
     """Register the ``lagless-kafka`` data source in ``spark`` (and let batch writes to it
-    use Spark's default save mode, as with Spark's own sink: :mod:`lagless.spark.save_mode`)."""
-    from lagless.spark import save_mode
-    from lagless.spark.datasource import LaglessKafkaDataSource
+    use Spark's default save mode, as with Spark's own sink:
+    :mod:`lagless.spark.connector.save_mode`)."""
+    from lagless.spark.connector import save_mode
+    from lagless.spark.connector.datasource import LaglessKafkaDataSource
 
     spark.dataSource.register(LaglessKafkaDataSource)
     save_mode.install()

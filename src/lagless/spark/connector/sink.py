@@ -34,9 +34,9 @@ from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
 from lagless.errors import ClusterError, ConfigError
 from lagless.kafka.clients import make_producer
 from lagless.produce.producer import DeliveryStats
-from lagless.spark.options import SinkOptions
-from lagless.spark.schema import HEADER_TYPE
-from lagless.spark.worker import freeze_imports
+from lagless.spark.connector.options import SinkOptions
+from lagless.spark.connector.schema import HEADER_TYPE
+from lagless.spark.connector.worker import freeze_imports
 
 BATCH_ID_HEADER = "lagless-batch-id"
 PRODUCER_DEFAULTS: dict[str, Any] = {

@@ -10,8 +10,10 @@ machine, 0.6-0.9 s of wall time per query.
 For local masters, where lagless chooses Spark's Python itself, :func:`spark_python` returns a
 launcher script in front of this interpreter instead of the interpreter. The launcher runs every
 Python process Spark starts as before, except the source runner: that one is forked from a
-server started with the session (``python -m lagless.spark.prefork SOCKET``), which imported the
-runner's modules once. The launcher's client (:mod:`lagless.spark.prefork_client`) hands the
+server started with the session (``python -m lagless.spark.connector.prefork SOCKET``), which
+imported the
+runner's modules once. The launcher's client (:mod:`lagless.spark.connector.prefork_client`) hands
+the
 server its stdin, stdout and stderr (the pipes Spark reads), its environment (the one Spark
 set: the connection back to the JVM, ``PYTHONPATH``...), working directory and arguments; the
 child takes them over and runs the runner as ``__main__``; its exit status is the launcher's.
@@ -49,13 +51,13 @@ log = logging.getLogger(__name__)
 
 RUNNER = "pyspark.sql.streaming.python_streaming_source_runner"
 # What the runner imports, then what it unpickles (the data source and its reader).
-WARM = (RUNNER, "lagless.spark.datasource", "lagless.spark.source")
+WARM = (RUNNER, "lagless.spark.connector.datasource", "lagless.spark.connector.source")
 SWITCH = "LAGLESS_SPARK_PREFORK"
 OWNS_DIRECTORY = "--owns-directory"
 MAX_REQUEST = 4 * 1024 * 1024  # bytes of one request (the environment is most of it)
 
 LAUNCHER = """#!/bin/sh
-# lagless: Spark's Python for this session (lagless.spark.prefork). Spark's stream source
+# lagless: Spark's Python for this session (lagless.spark.connector.prefork). Spark's stream source
 # runner is forked from a warm server; everything else runs the interpreter as is.
 if [ "$1" = "-m" ] && [ "$2" = {runner} ]; then
   exec {python} -I -S {client} {sock} {python} "$@"

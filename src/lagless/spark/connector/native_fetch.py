@@ -1,8 +1,10 @@
 """The range reader's C path: records go from librdkafka into Arrow buffers with no Python
-object per record (:mod:`lagless.spark._rangeread`).
+object per record (:mod:`lagless.spark.connector._rangeread`).
 
-The same batches as :func:`lagless.spark.fetch.read_range`'s Python path: the range logic and
-the meaning of each error event are shared (:func:`lagless.spark.fetch.on_error`); this module
+The same batches as :func:`lagless.spark.connector.fetch.read_range`'s Python path: the range logic
+and
+the meaning of each error event are shared (:func:`lagless.spark.connector.fetch.on_error`); this
+module
 drives the C reader and wraps its buffers as Arrow arrays. Where the C reader cannot be used
 (not built, no librdkafka to load, a client option only confluent-kafka can pass on),
 :func:`open_reader` returns None, the range is read with confluent-kafka, and the reason is
@@ -26,8 +28,14 @@ from confluent_kafka import OFFSET_BEGINNING
 from lagless.errors import ClusterError, ConfigError, RecordCoordinates, RecordError
 from lagless.kafka.clients import LIBRDKAFKA_LOGGER
 from lagless.kafka.offsets import PartitionRange
-from lagless.spark.fetch import CONSUME_BATCH, CONSUME_TIMEOUT_S, ErrorEvent, Waiting, on_error
-from lagless.spark.offsets import DataLossReporter
+from lagless.spark.connector.fetch import (
+    CONSUME_BATCH,
+    CONSUME_TIMEOUT_S,
+    ErrorEvent,
+    Waiting,
+    on_error,
+)
+from lagless.spark.connector.offsets import DataLossReporter
 from lagless.switches import switched_on
 
 log = logging.getLogger(__name__)
@@ -70,7 +78,7 @@ def _librdkafka_path() -> str | None:
 def module() -> tuple[Any, str | None]:
     """The loaded C module, or None and why not."""
     try:
-        from lagless.spark import _rangeread  # type: ignore[attr-defined]
+        from lagless.spark.connector import _rangeread  # type: ignore[attr-defined]
     except ImportError as exc:
         return None, f"the C reader is not built ({exc})"
     path = _librdkafka_path()
@@ -208,7 +216,7 @@ def batches(
     poll_timeout_ms: int,
     batch_rows: int,
 ) -> Iterator[pa.RecordBatch]:
-    """:func:`lagless.spark.fetch.read_range` through the C reader (closed at the end)."""
+    """:func:`lagless.spark.connector.fetch.read_range` through the C reader (closed at the end)."""
     mod, _ = module()
     position = rng.start
     waiting = Waiting(rng, poll_timeout_ms)

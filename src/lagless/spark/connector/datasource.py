@@ -1,6 +1,6 @@
 """The ``lagless-kafka`` data source: Kafka for PySpark, read and write, stream and batch.
 
-Register it once per session (``lagless.spark.session.register(spark)`` does), then::
+Register it once per session (``lagless.spark.connector.session.register(spark)`` does), then::
 
     spark.readStream.format("lagless-kafka")
         .option("kafka.bootstrap.servers", "127.0.0.1:9092")
@@ -10,7 +10,7 @@ Register it once per session (``lagless.spark.session.register(spark)`` does), t
         .load()
 
 and ``df.writeStream.format("lagless-kafka").option("topic", "out")`` (at-least-once).
-Options: :mod:`lagless.spark.options`.
+Options: :mod:`lagless.spark.connector.options`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from lagless.errors import ConfigError
-from lagless.spark.schema import kafka_schema
+from lagless.spark.connector.schema import kafka_schema
 
 FORMAT = "lagless-kafka"
 
@@ -46,20 +46,20 @@ class LaglessKafkaDataSource(DataSource):
     # own side (no producer in a reader's process, no Arrow kernels in the stream runner).
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        from lagless.spark.options import SourceOptions
-        from lagless.spark.source import KafkaBatchReader
+        from lagless.spark.connector.options import SourceOptions
+        from lagless.spark.connector.source import KafkaBatchReader
 
         return KafkaBatchReader(SourceOptions.parse(self.options), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
-        from lagless.spark.options import SourceOptions
-        from lagless.spark.source import KafkaStreamReader
+        from lagless.spark.connector.options import SourceOptions
+        from lagless.spark.connector.source import KafkaStreamReader
 
         return KafkaStreamReader(SourceOptions.parse(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from lagless.spark.options import SinkOptions
-        from lagless.spark.sink import KafkaBatchWriter
+        from lagless.spark.connector.options import SinkOptions
+        from lagless.spark.connector.sink import KafkaBatchWriter
 
         if overwrite:
             raise ConfigError(
@@ -68,7 +68,7 @@ class LaglessKafkaDataSource(DataSource):
         return KafkaBatchWriter(SinkOptions.parse(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
-        from lagless.spark.options import SinkOptions
-        from lagless.spark.sink import KafkaStreamWriter
+        from lagless.spark.connector.options import SinkOptions
+        from lagless.spark.connector.sink import KafkaStreamWriter
 
         return KafkaStreamWriter(SinkOptions.parse(self.options), schema)

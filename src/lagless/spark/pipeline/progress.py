@@ -29,7 +29,7 @@ from lagless.errors import LaglessError
 from lagless.kafka.admin import alter_committed_offsets
 from lagless.kafka.offsets import PartitionKey
 from lagless.observe.metrics import Metrics
-from lagless.spark.offsets import PartitionOffsets, from_json
+from lagless.spark.connector.offsets import PartitionOffsets, from_json
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class BatchCounts:
 
 @dataclass(frozen=True)
 class BatchReport:
-    """One finished micro-batch of the events query, for a progress line."""
+    """One finished micro-batch of the pipeline's query, for a progress line."""
 
     batch_id: int
     input_rows: int

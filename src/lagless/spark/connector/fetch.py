@@ -28,7 +28,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Messag
 from lagless.errors import ClusterError, ConfigError, RecordCoordinates, RecordError
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.offsets import PartitionRange
-from lagless.spark.offsets import DataLossReporter
+from lagless.spark.connector.offsets import DataLossReporter
 
 log = logging.getLogger(__name__)
 
@@ -220,9 +220,9 @@ def read_range(
 ) -> Iterator[pa.RecordBatch]:
     """Every record of ``rng`` as Arrow batches of ``schema`` (Spark's Kafka schema).
 
-    Read by the C reader (:mod:`lagless.spark.native_fetch`) where it can be used, else with
-    confluent-kafka's Python API; both give the same batches."""
-    from lagless.spark import native_fetch  # (it imports this module)
+    Read by the C reader (:mod:`lagless.spark.connector.native_fetch`) where it can be used,
+    else with confluent-kafka's Python API; both give the same batches."""
+    from lagless.spark.connector import native_fetch  # (it imports this module)
 
     if rng.start < 0:
         raise ConfigError(f"{rng.topic}[{rng.partition}]: start offset {rng.start} is negative")

@@ -1,12 +1,13 @@
-"""The events pipeline on Spark Structured Streaming: Kafka -> validate -> Parquet + DLQ,
-and windowed aggregates, from **one** streaming query (Kafka is read once per micro-batch).
+"""The pipeline on Spark Structured Streaming: Kafka -> parse and validate -> the user's
+transformation -> Parquet (+ a Kafka topic) and a DLQ, and windowed aggregates, from **one**
+streaming query (Kafka is read once per micro-batch).
 
-Its ``foreachBatch`` (:mod:`lagless.spark.batch_writer`) writes valid rows to
-``output/events/event_date=D/batch_id=N/`` (Parquet), invalid ones to the DLQ topic through the
-``lagless-kafka`` sink, with why and where they came from, and, per minute and country, the
-count and amount sum of valid events once the watermark closes the window
-(:mod:`lagless.spark.windows`) to ``output/aggregates/batch_id=N/``. ``output`` and
-``checkpoint`` are local paths or URIs (``file://``, ``hdfs://``, ``s3a://``).
+Its ``foreachBatch`` (:mod:`lagless.spark.pipeline.batch_writer`) writes the valid rows,
+transformed, to ``output/TABLE/[PARTITION-BY=.../]batch_id=N/`` (Parquet), rejected ones to
+the DLQ topic through the ``lagless-kafka`` sink, with why and where they came from, and the
+windows the watermark closes (:mod:`lagless.spark.pipeline.windows`) to
+``output/aggregates/batch_id=N/``. ``output`` and ``checkpoint`` are local paths or URIs
+(``file://``, ``hdfs://``, ``s3a://``).
 
 **Exactly-once Parquet, for every reader.** A batch's offsets are fixed in the checkpoint
 before it runs, so a batch re-run after a crash reads the same records and produces the same
@@ -17,11 +18,12 @@ list files themselves (DuckDB, a recursive glob) would read, are deleted before 
 starts. Spark's own file sink (``_spark_metadata``) would be exactly-once only for readers that
 go through that log.
 
-The DLQ is at-least-once: a re-run batch sends its dead letters again, with the same
-``lagless-dlq-id`` (source topic/partition/offset); keep one record per id.
+The DLQ and the output topic are at-least-once: a re-run batch sends its records again, dead
+letters with the same ``lagless-dlq-id`` (source topic/partition/offset), output records with
+the same ``lagless-batch-id``.
 
-Progress: :mod:`lagless.spark.progress` commits processed offsets to ``group``, updates the
-metrics and reports each batch.
+Progress: :mod:`lagless.spark.pipeline.progress` commits processed offsets to ``group``,
+updates the metrics and reports each batch.
 """
 
 from __future__ import annotations
@@ -32,11 +34,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
@@ -45,155 +45,35 @@ from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.admin import create_topic
 from lagless.kafka.offsets import OffsetProbe
 from lagless.observe.metrics import Metrics
-from lagless.spark.batch_writer import EventsWriter
-from lagless.spark.datasource import FORMAT
-from lagless.spark.events import parse_events
-from lagless.spark.kafka_conf import java_options
-from lagless.spark.offsets import to_json
-from lagless.spark.progress import BatchReport, PipelineListener, ProgressTracker
-from lagless.spark.session import build_session, check_master
-from lagless.spark.stopping import POLL_S, StopAware, stop_queries
-from lagless.spark.storage import (
+from lagless.spark.connector.datasource import FORMAT
+from lagless.spark.connector.kafka_conf import java_options
+from lagless.spark.connector.offsets import to_json
+from lagless.spark.connector.schema import kafka_schema
+from lagless.spark.connector.session import build_session
+from lagless.spark.pipeline.avro import parse_avro
+from lagless.spark.pipeline.batch_writer import Outputs, PipelineWriter
+from lagless.spark.pipeline.config import PipelineConfig, Trigger
+from lagless.spark.pipeline.dlq import valid_rows
+from lagless.spark.pipeline.parse import Parsed, parse, parse_json, parse_raw
+from lagless.spark.pipeline.progress import BatchReport, PipelineListener, ProgressTracker
+from lagless.spark.pipeline.schemas import resolve_schema
+from lagless.spark.pipeline.stopping import POLL_S, StopAware, stop_queries
+from lagless.spark.pipeline.storage import (
     Storage,
     check_writable,
     child,
-    location,
     remove_attempt_leftovers,
 )
-from lagless.spark.windows import WindowAggregator
+from lagless.spark.pipeline.windows import WindowAggregator
+
+__all__ = ["PipelineConfig", "Trigger"]
 
 log = logging.getLogger(__name__)
 
 KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
-DURATION_RE = re.compile(r"^[0-9]+ (millisecond|second|minute|hour|day)s?$")
-TRIGGER_RE = re.compile(r"^processing-time=([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m)?$")
 PYTHON_ERROR_RE = re.compile(r"^((?:\w+\.)*\w+(?:Error|Exception): .+)$", re.MULTILINE)
 
 RawFactory = Callable[[SparkSession], DataFrame]
-
-
-@dataclass(frozen=True)
-class Trigger:
-    """``available-now`` (process what is there, then stop) or a processing-time interval."""
-
-    available_now: bool
-    interval_s: float = 0.0
-
-    @classmethod
-    def parse(cls, text: str) -> Trigger:
-        value = text.strip().lower()
-        if value in {"available-now", "availablenow"}:
-            return cls(available_now=True)
-        match = TRIGGER_RE.match(value)
-        if not match:
-            raise ConfigError(
-                f"--trigger {text!r} is not available-now or processing-time=N[ms|s|m]"
-            )
-        number, unit = float(match.group(1)), match.group(2) or "s"
-        seconds = number / 1000 if unit == "ms" else number * 60 if unit == "m" else number
-        if seconds <= 0:
-            raise ConfigError("--trigger processing-time must be positive")
-        return cls(available_now=False, interval_s=seconds)
-
-    def apply(self, writer: Any) -> Any:
-        if self.available_now:
-            return writer.trigger(availableNow=True)
-        return writer.trigger(processingTime=f"{int(self.interval_s * 1000)} milliseconds")
-
-
-class PipelineConfig(BaseModel):
-    """Everything a pipeline run needs, validated once (see :meth:`build`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    topic: str = Field(min_length=1)
-    output: str
-    checkpoint: str
-    kafka: dict[str, Any]
-    group: str | None = None
-    master: str = "local[*]"
-    trigger: str = "available-now"
-    max_offsets_per_trigger: int | None = Field(default=None, ge=1)
-    min_partitions: int | None = Field(default=None, ge=1)
-    starting_offsets: Literal["earliest", "latest"] = "earliest"
-    fail_on_data_loss: bool = True
-    dlq_topic: str | None = None
-    source: Literal["python", "jvm"] = "python"
-    aggregates: bool = True
-    window: str = "1 minute"
-    watermark: str = "1 minute"
-    spark_conf: dict[str, str] = Field(default_factory=dict)
-    source_options: dict[str, str] = Field(default_factory=dict)  # more source options
-
-    @field_validator("output", "checkpoint", mode="before")
-    @classmethod
-    def _location(cls, value: str | Path) -> str:
-        try:
-            return location(value)
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
-
-    @field_validator("trigger")
-    @classmethod
-    def _trigger(cls, value: str) -> str:
-        Trigger.parse(value)
-        return value
-
-    @field_validator("window", "watermark")
-    @classmethod
-    def _duration(cls, value: str) -> str:
-        if not DURATION_RE.match(value.strip()):
-            raise ValueError(f"{value!r} is not like '1 minute' or '30 seconds'")
-        return value.strip()
-
-    @field_validator("master")
-    @classmethod
-    def _master(cls, value: str) -> str:
-        return check_master(value)
-
-    @field_validator("kafka")
-    @classmethod
-    def _kafka(cls, value: dict[str, Any]) -> dict[str, Any]:
-        if not value.get("bootstrap.servers"):
-            raise ValueError("kafka settings need bootstrap.servers")
-        return value
-
-    @classmethod
-    def build(cls, **values: Any) -> PipelineConfig:
-        """Validate; ConfigError with one line on bad input."""
-        try:
-            config = cls(**values)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "pipeline"
-            message = str(first.get("ctx", {}).get("error", first["msg"]))
-            raise ConfigError(f"invalid {where.replace('_', '-')}: {message}") from None
-        if config.dlq_name == config.topic:
-            raise ConfigError("--dlq-topic must differ from --topic")
-        return config
-
-    @property
-    def dlq_name(self) -> str:
-        return self.dlq_topic or f"{self.topic}-dlq"
-
-    @property
-    def parsed_trigger(self) -> Trigger:
-        return Trigger.parse(self.trigger)
-
-    @property
-    def events_path(self) -> str:
-        return child(self.output, "events")
-
-    @property
-    def aggregates_path(self) -> str:
-        return child(self.output, "aggregates")
-
-    @property
-    def aggregates_state(self) -> str:
-        return child(self.checkpoint, "aggregates-state")
-
-    def query_name(self, role: str) -> str:
-        return f"lagless-{role}-{self.topic}"
 
 
 @dataclass(frozen=True)
@@ -205,7 +85,7 @@ class PipelineSummary:
     valid_rows: int
     dlq_rows: int
     seconds: float
-    events_path: str
+    table_path: str
     aggregates_path: str | None
     dlq_topic: str
     group: str | None
@@ -275,11 +155,45 @@ def kafka_stream(config: PipelineConfig) -> RawFactory:
 
 
 def prepare_topics(config: PipelineConfig) -> int:
-    """Check the input topic exists; create the DLQ topic (same partition count) if needed."""
+    """Check the input topics exist; create the DLQ topic (and the output topic) with the
+    first input topic's partition count if needed."""
     with OffsetProbe(config.kafka) as probe:
-        partitions = len(probe.partitions(config.topic))
-    create_topic(config.kafka, config.dlq_name, partitions, exist_ok=True)
-    return partitions
+        counts = [len(probe.partitions(topic)) for topic in config.topics]
+    for topic in (config.dlq_name, config.output_topic):
+        if topic is not None:
+            create_topic(config.kafka, topic, counts[0], exist_ok=True)
+    return counts[0]
+
+
+def value_parser(config: PipelineConfig, spark: SparkSession) -> Callable[[DataFrame], Parsed]:
+    """How values are parsed (the schema resolved: DDL needs the session, Avro the registry)."""
+    if config.value == "avro":
+        _, avro = parse_avro(config.registry, config.subject_name)
+        return avro
+    if config.value == "raw":
+        return parse_raw
+    return parse_json(resolve_schema(config.value_schema, spark))
+
+
+def parsed_stream(config: PipelineConfig, spark: SparkSession, raw: DataFrame) -> DataFrame:
+    """The raw rows parsed and checked; the transformation, partition columns and aggregates
+    are tried on an empty frame first (ConfigError with one line when they do not fit)."""
+    values = value_parser(config, spark)
+    empty = spark.createDataFrame([], kafka_schema(include_headers=True))
+    columns = valid_rows(parse(empty, values, config.key, config.checks)).columns
+    if config.transformation is not None:
+        columns = config.transformation.check(
+            valid_rows(parse(empty, values, config.key, config.checks))
+        )
+    missing = [c for c in config.partition_by if c not in columns]
+    if missing:
+        raise ConfigError(
+            f"--partition-by {', '.join(missing)}: not a column of the output "
+            f"({', '.join(columns)})"
+        )
+    if config.windows is not None:
+        config.windows.check(columns)
+    return parse(raw, values, config.key, config.checks)
 
 
 def start_query(
@@ -290,29 +204,30 @@ def start_query(
     stopping: threading.Event,
 ) -> StreamingQuery:
     """The pipeline's one streaming query: Kafka is read once per micro-batch, and every
-    output (Parquet, DLQ, aggregates) is written from that batch."""
+    output (Parquet, output topic, DLQ, aggregates) is written from that batch."""
     storage = Storage(spark)
     check_writable(storage, config.output, "output")
     check_writable(storage, config.checkpoint, "checkpoint")
-    for path in (config.events_path, config.aggregates_path):
+    for path in (config.table_path, config.aggregates_path):
         remove_attempt_leftovers(storage, path)
     windows = (
-        WindowAggregator(storage, config.aggregates_state, config.window, config.watermark)
-        if config.aggregates
+        WindowAggregator(storage, config.aggregates_state, config.windows)
+        if config.windows is not None
         else None
     )
-    writer = EventsWriter(
-        config.events_path,
+    outputs = Outputs(
+        config.table_path,
+        config.partition_by,
         config.dlq_name,
         config.kafka,
-        tracker,
-        windows,
-        config.aggregates_path if config.aggregates else None,
+        config.output_topic,
+        config.aggregates_path if windows is not None else None,
     )
+    writer = PipelineWriter(outputs, tracker, config.transformation, windows)
     stream = (
-        parse_events(raw(spark))
-        .writeStream.queryName(config.query_name("events"))
-        .option("checkpointLocation", child(config.checkpoint, "events"))
+        parsed_stream(config, spark, raw(spark))
+        .writeStream.queryName(config.query_name(config.table))
+        .option("checkpointLocation", child(config.checkpoint, config.table))
         .foreachBatch(StopAware(writer, stopping))
     )
     query: StreamingQuery = config.parsed_trigger.apply(stream).start()
@@ -343,7 +258,8 @@ def wait(
 ) -> None:
     """Until every query ended (available-now), or ``stop`` / Ctrl-C (then each query stops
     after its batch in progress, or at once on ``stop_now``:
-    :func:`~lagless.spark.stopping.stop_queries`); a failed query stops the others and raises
+    :func:`~lagless.spark.pipeline.stopping.stop_queries`); a failed query stops the others and
+    raises
     LaglessError."""
     try:
         while any(q.isActive for q in queries):
@@ -374,7 +290,7 @@ def run_pipeline(
     stop_now: threading.Event | None = None,
     raw: RawFactory | None = None,
 ) -> PipelineSummary:
-    """Run the events pipeline until the data available at start is processed
+    """Run the pipeline until the data available at start is processed
     (``available-now``) or until ``stop`` is set / Ctrl-C (processing-time trigger; either
     lets the batch in progress finish; ``stop_now`` set meanwhile, or a second Ctrl-C,
     interrupts it: it runs again at the next start).
@@ -391,7 +307,7 @@ def run_pipeline(
     try:
         if config.source == "jvm" and raw is None:
             require_jvm_kafka(session)
-        name = config.query_name("events")
+        name = config.query_name(config.table)
         tracker = ProgressTracker(
             metrics,
             [name],
@@ -428,8 +344,8 @@ def run_pipeline(
         valid_rows=totals.valid_rows,
         dlq_rows=totals.dlq_rows,
         seconds=seconds,
-        events_path=config.events_path,
-        aggregates_path=config.aggregates_path if config.aggregates else None,
+        table_path=config.table_path,
+        aggregates_path=config.aggregates_path if config.windows is not None else None,
         dlq_topic=config.dlq_name,
         group=config.group,
         committed=to_json(tracker.committed()),

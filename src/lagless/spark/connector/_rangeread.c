@@ -1,4 +1,4 @@
-/* lagless.spark._rangeread: read one Kafka partition's records straight into Arrow buffers.
+/* lagless.spark.connector._rangeread: read one Kafka partition's records straight into Arrow buffers.
  *
  * The Python range reader (lagless/spark/fetch.py) spends most of a Spark read task on
  * per-record Python objects: confluent-kafka's consume() makes a Message (and its key, value
@@ -488,7 +488,7 @@ static PyGetSetDef Reader_getset[] = {
 };
 
 static PyTypeObject ReaderType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lagless.spark._rangeread.RangeReader",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lagless.spark.connector._rangeread.RangeReader",
     .tp_basicsize = sizeof(Reader),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "RangeReader(conf: list[tuple[str, str]], topic, partition, start, max_bytes=2**31"
@@ -507,7 +507,7 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "lagless.spark._rangeread",
+    PyModuleDef_HEAD_INIT, "lagless.spark.connector._rangeread",
     "Read a Kafka partition's records into Arrow buffers (see native_fetch.py).", -1,
     module_methods, NULL, NULL, NULL, NULL,
 };
@@ -516,7 +516,7 @@ PyMODINIT_FUNC PyInit__rangeread(void) {
     if (PyType_Ready(&ReaderType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    RecordTooLarge = PyErr_NewException("lagless.spark._rangeread.RecordTooLarge", NULL, NULL);
+    RecordTooLarge = PyErr_NewException("lagless.spark.connector._rangeread.RecordTooLarge", NULL, NULL);
     if (!RecordTooLarge ||
         PyModule_AddObjectRef(m, "RecordTooLarge", RecordTooLarge) < 0 ||
         PyModule_AddObjectRef(m, "RangeReader", (PyObject *)&ReaderType) < 0) {

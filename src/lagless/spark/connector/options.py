@@ -34,7 +34,7 @@ starts for the source import no validation library).
 - ``fetchOffset.numRetries`` (default 3) / ``fetchOffset.retryIntervalMs`` (default 1000): the
   driver's offset lookups are tried that many times, that long apart, before the query fails.
 - ``kafka.*``: librdkafka properties (common Java ones translated:
-  :mod:`lagless.spark.kafka_conf`); ``kafka.bootstrap.servers`` is required.
+  :mod:`lagless.spark.connector.kafka_conf`); ``kafka.bootstrap.servers`` is required.
 
 Any other option is an error: a query written for Spark's ``kafka`` format either runs with
 the same meaning or fails with one line, never with an option silently dropped.
@@ -54,8 +54,8 @@ from typing import Any, Literal
 
 from lagless.errors import ConfigError
 from lagless.kafka.names import check_topic
-from lagless.spark.kafka_conf import librdkafka_conf
-from lagless.spark.offsets import EARLIEST, PartitionOffsets, from_json
+from lagless.spark.connector.kafka_conf import librdkafka_conf
+from lagless.spark.connector.offsets import EARLIEST, PartitionOffsets, from_json
 
 KAFKA_PREFIX = "kafka."
 UNSUPPORTED = {

@@ -9,11 +9,12 @@ Where each method runs:
   (created on first use) and the AvailableNow target.
 - ``read`` runs in Spark tasks on a copy of the reader on which only ``__init__`` ran, so
   ``__init__`` holds nothing but options and opens no connection; ``read`` makes its own
-  consumer (:func:`lagless.spark.fetch.read_range`).
+  consumer (:func:`lagless.spark.connector.fetch.read_range`).
 
 End offsets come only from the probe (fetch high watermarks), never from
 ``ListOffsets(LATEST)``. Offsets are returned in the canonical JSON form of
-:mod:`lagless.spark.offsets`. The source commits nothing to Kafka: Spark's checkpoint is the
+:mod:`lagless.spark.connector.offsets`. The source commits nothing to Kafka: Spark's checkpoint is
+the
 source of truth; the pipeline's listener mirrors progress into a consumer group for lag tools.
 """
 
@@ -41,7 +42,7 @@ from pyspark.sql.types import StructType
 
 from lagless.errors import ClusterError, ConfigError, LaglessError
 from lagless.kafka.offsets import OffsetProbe, PartitionKey, PartitionRange
-from lagless.spark.offsets import (
+from lagless.spark.connector.offsets import (
     LATEST,
     OffsetJson,
     PartitionOffsets,
@@ -54,9 +55,9 @@ from lagless.spark.offsets import (
     split_ranges,
     to_json,
 )
-from lagless.spark.options import Position, SourceOptions
-from lagless.spark.schema import arrow_schema
-from lagless.spark.timestamps import offsets_for_times
+from lagless.spark.connector.options import Position, SourceOptions
+from lagless.spark.connector.schema import arrow_schema
+from lagless.spark.connector.timestamps import offsets_for_times
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -180,8 +181,10 @@ class _KafkaReading:
                 # with one InputPartition(None).
                 return iter(())
             raise TypeError(f"not a lagless-kafka partition: {partition!r}")
-        from lagless.spark.fetch import read_range  # tasks only: not in the driver's runner
-        from lagless.spark.worker import freezing_after
+        from lagless.spark.connector.fetch import (
+            read_range,  # tasks only: not in the driver's runner
+        )
+        from lagless.spark.connector.worker import freezing_after
 
         return freezing_after(
             read_range(

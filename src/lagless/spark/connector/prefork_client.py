@@ -1,4 +1,4 @@
-"""The launcher's client side of :mod:`lagless.spark.prefork` (the standard library only).
+"""The launcher's client side of :mod:`lagless.spark.connector.prefork` (the standard library only).
 
 Run as ``python -I -S prefork_client.py SOCKET PYTHON ARGS...`` in place of ``PYTHON ARGS...``:
 it hands the server its stdin, stdout and stderr, its environment, working directory and

@@ -1,0 +1,1 @@
+"""Uses of the general pipeline (:mod:`lagless.spark.pipeline`): the demo's events."""
