@@ -3,8 +3,9 @@
 On SIGTERM (:mod:`lagless.app.signals`) every handler's engine drains at once, in parallel:
 
 1. in-flight records finish, up to the engine's ``shutdown_budget_s``;
-2. the last commit, sent again after a rebalance that refused it, up to the engine's own rejoin
-   bound (:func:`lagless.engine.offsets.carry.rejoin_bound_s`: session timeout + heartbeat interval);
+2. the last commit, sent again after a rebalance that refused it, up to the engine's own
+   rejoin bound (:func:`lagless.engine.offsets.carry.rejoin_bound_s`: session timeout +
+   heartbeat interval);
 3. with a DLQ, the dead letters flushed at close (twice, each up to
    :data:`lagless.engine.results.dlq.FLUSH_S`);
 

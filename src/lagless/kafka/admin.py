@@ -11,7 +11,6 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicP
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     ConfigResource,
-    NewPartitions,
     NewTopic,
     ResourceType,
 )

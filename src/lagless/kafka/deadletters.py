@@ -2,10 +2,10 @@
 replay them to their source topic (or another).
 
 A dead letter is the failed record itself (key, value, headers) plus the ``lagless-dlq-*``
-headers the engine adds (:mod:`lagless.engine.results.dlq`). A replay sends the original key, value and
-headers (the ``lagless-dlq-*`` ones left out) to the source topic the dead letter names (or
-``to``), with ``lagless-replayed-from: DLQ_TOPIC:PARTITION:OFFSET`` added; every delivery is
-checked (durability profile: acks=all, idempotent).
+headers the engine adds (:mod:`lagless.engine.results.dlq`). A replay sends the original key,
+value and headers (the ``lagless-dlq-*`` ones left out) to the source topic the dead letter
+names (or ``to``), with ``lagless-replayed-from: DLQ_TOPIC:PARTITION:OFFSET`` added; every
+delivery is checked (durability profile: acks=all, idempotent).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ def reset_offsets(
     if to not in TARGETS:
         raise ValueError(f"to={to!r}: choose earliest or latest")
     spec = build_spec(to == "earliest", to == "latest", None, None, None, None)
-    rows = plan_reset(conf, group, topic, spec)
+    rows = plan_reset(conf, group, {topic: ()}, spec)
     done = form.get("confirm") == "yes"
     if done:
         execute_reset(conf, group, rows)
