@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,6 +26,7 @@ from lagless.cli.consume_run import EXIT_INTERRUPTED, describe
 from lagless.cli.run_status import RunRecording, announce, run_status
 from lagless.engine import OnFailure, Ordering
 from lagless.errors import ConfigError
+from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -190,11 +192,16 @@ def run(
         connection = with_properties(app.settings(), opts)
     configured = app.configured(connection, **overrides)
     metrics = configured.metrics_address(metrics_port, metrics_host)  # else the environment's
-    announce(target, configured, connection, metrics)
     names = [spec.name for spec in configured.specs]
     live = interactive() and not as_json
+
+    def started(handler_metrics: Mapping[str, Metrics]) -> None:
+        """Said once every engine started (a start-up failure stays one line)."""
+        announce(target, configured, connection, metrics)
+        rec.start(handler_metrics)
+
     with run_status(names, live) as status, RunRecording(record, target, configured) as rec:
-        summaries = configured.run(metrics[1], metrics[0], on_progress=status, on_start=rec.start)
+        summaries = configured.run(metrics[1], metrics[0], on_progress=status, on_start=started)
     if as_json:
         print_json({name: s.to_json() for name, s in summaries.items()})
     else:

@@ -109,6 +109,7 @@ class RunRecording:
         self._target = target
         self._configs = dict(zip((s.name for s in app.specs), app.engine_configs(), strict=True))
         self._stack = contextlib.ExitStack()
+        self._started = False
 
     def directories(self) -> dict[str, Path]:
         if self._directory is None:
@@ -119,6 +120,7 @@ class RunRecording:
     def start(self, metrics: Mapping[str, Metrics]) -> None:
         from lagless.observe.timeline import Recorder
 
+        self._started = True
         for name, directory in self.directories().items():
             config = self._configs[name]
             settings = {**run_settings(config, name), "run": f"lagless run {self._target}"}
@@ -129,5 +131,5 @@ class RunRecording:
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
-        for directory in self.directories().values():
+        for directory in self.directories().values() if self._started else ():
             note(f"run recorded in {directory}: lagless report {directory}")
