@@ -12,6 +12,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewTopic,
 )
 
+from lagless.broker.mockcontrol import mock_control
 from lagless.errors import ClusterError, ConfigError
 from lagless.kafka.clients import make_admin
 from lagless.kafka.offsets import PartitionKey
@@ -54,6 +55,8 @@ def create_topic(
     """Create ``name``; False if it existed and ``exist_ok``. ClusterError otherwise."""
     if partitions < 1:
         raise ConfigError("--partitions must be at least 1")
+    if (mock := mock_control(conf)) is not None:  # the mock has no CreateTopics: its C API
+        return mock.create_topic(name, partitions, exist_ok=exist_ok)
     topic = NewTopic(name, partitions, replication, config=dict(config or {}))
     admin = admin_client(conf)
     future = admin.create_topics([topic], operation_timeout=timeout)[name]
@@ -68,6 +71,8 @@ def create_topic(
 
 
 def delete_topic(conf: Mapping[str, Any], name: str, timeout: float = 15.0) -> None:
+    if (mock := mock_control(conf)) is not None:
+        return mock.delete_topic(name)
     admin = admin_client(conf)
     future = admin.delete_topics([name], operation_timeout=timeout)[name]
     try:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lagless.broker.mock import AUTO_PARTITIONS
+from lagless.broker.mockcontrol import mock_control
 from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.admin import create_topic, delete_topic
 from lagless.kafka.cluster import ClusterInfo, supports_kip848
@@ -196,14 +196,12 @@ class ScenarioRun:
 
     def run(self) -> tuple[ScenarioReport, ScenarioData | None]:
         """Run the scenario; its report (``failed`` set if it could not finish) and data."""
-        if self.mock:
-            if self.partitions != AUTO_PARTITIONS:
-                raise ConfigError(
-                    f"the mock cluster has no admin API: topics are auto-created with "
-                    f"{AUTO_PARTITIONS} partitions; run with --partitions {AUTO_PARTITIONS}"
-                )
-        else:
-            create_topic(self.conf, self.topic, self.partitions)
+        if self.mock and mock_control(self.conf) is None:
+            raise ConfigError(
+                "this mock cluster is not held by lagless on this host (no control to create "
+                "topics with): start one with 'lagless broker start --kind mock'"
+            )
+        create_topic(self.conf, self.topic, self.partitions)
         try:
             return self._run_on_topic()
         finally:
@@ -259,7 +257,7 @@ class ScenarioRun:
     def _clean_up(self) -> None:
         """Delete the scenario's topic (its records are measured or the run was cut short),
         unless asked to keep it."""
-        if self.config.keep_topics or self.mock:
+        if self.config.keep_topics:
             return
         try:
             delete_topic(self.conf, self.topic)
