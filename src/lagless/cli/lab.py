@@ -20,10 +20,11 @@ from rich.text import Text
 from lagless.cli.common import err_console, interactive, kafka_conf, out_console, print_json
 from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.cluster import describe_cluster
+from lagless.lab.config import profile as lab_profile
 from lagless.lab.measures import Improvements, improvement
 from lagless.lab.model import ScenarioData, ScenarioReport
 from lagless.lab.page import render_page
-from lagless.lab.runner import LabConfig, ScenarioRun, ShowFn, Status
+from lagless.lab.runner import ScenarioRun, ShowFn, Status
 from lagless.lab.scenarios import DEFAULT_SCENARIOS, parse_scenarios
 
 app = typer.Typer(help="Experiments on a live cluster.", no_args_is_help=True)
@@ -122,16 +123,45 @@ def rebalance(
     scenarios: Annotated[
         str, typer.Option(help=f"comma-separated, from: {', '.join(DEFAULT_SCENARIOS)}")
     ] = ",".join(DEFAULT_SCENARIOS),
-    instances: Annotated[int, typer.Option(help="instances of the service (N)")] = 3,
-    partitions: Annotated[int, typer.Option(help="partitions of each fresh topic (P)")] = 12,
-    rate: Annotated[float, typer.Option(help="records per second produced (R)")] = 1000.0,
-    work_ms: Annotated[int, typer.Option(help="milliseconds of work per record (W)")] = 1,
-    warmup: Annotated[float, typer.Option(help="seconds of steady state before rolling")] = 15.0,
-    rollouts: Annotated[int, typer.Option(help="rollouts (each restarts every instance)")] = 1,
+    profile: Annotated[
+        str,
+        typer.Option(
+            help="default, or article: two services, 48/64 partitions, 3,600 records/s, "
+            "4 rollouts (its values apply where no option is given)"
+        ),
+    ] = "default",
+    article_time: Annotated[
+        bool, typer.Option("--article-time", help="--profile article over the article's 30 min")
+    ] = False,
+    topology: Annotated[
+        str | None, typer.Option(help="single (one service) or article (two; service #1 rolled)")
+    ] = None,
+    instances: Annotated[
+        int | None, typer.Option(help="instances of the rolled service [3]")
+    ] = None,
+    partitions: Annotated[int | None, typer.Option(help="partitions of its topic [12]")] = None,
+    rate: Annotated[float | None, typer.Option(help="records per second produced [1000]")] = None,
+    work_ms: Annotated[int | None, typer.Option(help="ms of work per record [1]")] = None,
+    instances2: Annotated[
+        int | None, typer.Option(help="article topology: service #2's instances [4]")
+    ] = None,
+    partitions2: Annotated[
+        int | None, typer.Option(help="article topology: topic #2's partitions [64]")
+    ] = None,
+    work2_ms: Annotated[
+        float | None, typer.Option(help="article topology: service #2's ms of work [3.5]")
+    ] = None,
+    warmup: Annotated[float | None, typer.Option(help="seconds of steady state [15]")] = None,
+    rollouts: Annotated[
+        int | None, typer.Option(help="rollouts, each restarts every instance [1]")
+    ] = None,
+    window: Annotated[
+        float | None, typer.Option(help="seconds the rollouts are spaced over (0: back to back)")
+    ] = None,
     min_ready: Annotated[
-        float,
-        typer.Option(help="seconds a new instance must stay ready to count (minReadySeconds)"),
-    ] = 5.0,
+        float | None,
+        typer.Option(help="seconds a new instance must stay ready to count (minReadySeconds) [5]"),
+    ] = None,
     max_surge: Annotated[
         int | None, typer.Option(help="override every scenario's maxSurge")
     ] = None,
@@ -150,10 +180,12 @@ def rebalance(
 ) -> None:
     """Roll a consumer service under load, per scenario; measure rebalances, lag, latency."""
     chosen = parse_scenarios(scenarios)
-    config = LabConfig(
-        instances=instances, partitions=partitions, rate=rate, work_ms=work_ms,
-        warmup_s=warmup, rollouts=rollouts, min_ready_s=min_ready, max_surge=max_surge,
-        max_unavailable=max_unavailable, keep_topics=keep_topics,
+    config = lab_profile(
+        profile, article_time, topology=topology, instances=instances, partitions=partitions,
+        rate=rate, work_ms=work_ms, instances2=instances2, partitions2=partitions2,
+        work2_ms=work2_ms, warmup_s=warmup, rollouts=rollouts, window_s=window,
+        min_ready_s=min_ready, max_surge=max_surge, max_unavailable=max_unavailable,
+        keep_topics=keep_topics or None,
     )  # fmt: skip
     directory = out or Path("out") / "lab" / time.strftime("%Y%m%d-%H%M%S")
     writable(directory)
@@ -179,6 +211,7 @@ def rebalance(
     if as_json:
         doc: dict[str, Any] = {
             "broker": cluster.to_json(),
+            "config": config.to_json(),
             "scenarios": [r.to_json() for r in reports],
             "best_improvement": best_json(best),
             "report": str(page),

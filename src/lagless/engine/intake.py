@@ -18,7 +18,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Message
 
-from lagless.engine.core import EngineCore
+from lagless.engine.core import EngineCore, topic_partition
 from lagless.engine.events import EventKind
 from lagless.engine.messages import partition_runs
 from lagless.engine.ordering import Dispatcher
@@ -67,6 +67,8 @@ class Intake(EngineCore):
                 continue  # not ours (any more): the next owner reads them from the commit
             if not state.consuming:
                 self._first_record(state)
+            marks = self._consumer.get_watermark_offsets(topic_partition(state.tp), cached=True)
+            state.metrics.note_position(marks, (run[-1].offset() or 0) + 1)
             items: list[Any] = run if batching else list(map(_from_message, run))
             if state.backlog.kept:
                 state.backlog.kept.extend(items)  # stay behind the records kept earlier

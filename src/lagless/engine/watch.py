@@ -102,6 +102,7 @@ class Watching(EngineCore):
         now_ms = time.time() * 1000.0
         for state, pos in zip(states, positions, strict=True):
             marks = self._consumer.get_watermark_offsets(topic_partition(state.tp), cached=True)
+            state.metrics.note_position(marks, pos.offset)
             position = state.tracker.committable
             if position is None and pos.offset >= 0:
                 position = pos.offset
