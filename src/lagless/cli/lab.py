@@ -20,6 +20,7 @@ from rich.text import Text
 from lagless.cli.common import err_console, interactive, kafka_conf, out_console, print_json
 from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.cluster import describe_cluster
+from lagless.lab.ablation import ablation_table
 from lagless.lab.config import profile as lab_profile
 from lagless.lab.measures import Improvements, improvement
 from lagless.lab.model import ScenarioData, ScenarioReport
@@ -30,7 +31,7 @@ from lagless.lab.scenarios import DEFAULT_SCENARIOS, parse_scenarios
 app = typer.Typer(help="Experiments on a live cluster.", no_args_is_help=True)
 
 BEST_KEYS = ("scenario", "figure", "ratio")
-TABLE_WIDTH = 132  # the table is not wrapped into 80 columns when piped
+TABLE_WIDTH = 170  # the table is not wrapped into 80 columns when piped
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -42,23 +43,28 @@ def table(broker: str, reports: list[ScenarioReport]) -> Table:
     out = Table(title=f"rebalance lab on {broker}", title_justify="left")
     for name in (
         "scenario", "rebalances", "rebalance s\navg / max", "max\nunconsumed s",
-        "max lag\nrecords", "max lag\ns", "e2e ms\np50 / p99 / max", "lost", "dup", "overlaps",
+        "max position\nlag records", "max committed\nlag records", "max lag\ns",
+        "e2e ms\navg / p50 / p99 / max", "e2e ms avg\nin rollouts", "lost", "dup", "overlaps",
     ):  # fmt: skip
         out.add_column(name, justify="left" if name == "scenario" else "right")
     for r in reports:
         m = r.measures
         name = r.scenario if r.failed is None else f"{r.scenario} (FAILED)"
-        if m is None:
-            out.add_row(name, *["-"] * 9)
+        last = r.last
+        if m is None or last is None:
+            out.add_row(name, *["-"] * 11)
             continue
+        e2e = last.e2e_ms
         out.add_row(
             name,
             str(m.rebalances),
             f"{_fmt(m.rebalance_s.avg)} / {_fmt(m.rebalance_s.max)}",
             _fmt(m.max_unconsumed_s),
+            "-" if m.max_position_lag_records is None else str(m.max_position_lag_records),
             str(m.max_lag_records),
             _fmt(m.max_lag_s),
-            f"{_fmt(m.e2e_ms.p50, 0)} / {_fmt(m.e2e_ms.p99, 0)} / {_fmt(m.e2e_ms.max, 0)}",
+            f"{_fmt(e2e.avg, 0)} / {_fmt(e2e.p50, 0)} / {_fmt(e2e.p99, 0)} / {_fmt(e2e.max, 0)}",
+            _fmt(last.e2e_rollout_ms.avg, 0),
             str(m.lost),
             str(m.duplicated),
             str(m.ownership_overlaps),
@@ -69,6 +75,16 @@ def table(broker: str, reports: list[ScenarioReport]) -> Table:
 def notes(reports: list[ScenarioReport], best: Improvements) -> list[str]:
     lines = [f"{r.scenario}: FAILED: {r.failed}" for r in reports if r.failed]
     lines += [f"{r.scenario}: {r.note}" for r in reports if r.note]
+    lines += [f"{r.scenario}: {cpu_line(r.cpu)}" for r in reports if r.cpu]
+    lines += [
+        f"{r.scenario}: {s.spec['service']} ({s.spec['role']}): max position lag "
+        f"{s.measures.max_position_lag_records}, max committed lag {s.measures.max_lag_records}, "
+        f"lost {s.measures.lost}"
+        for r in reports
+        if len(r.services) > 1
+        for s in r.services[1:]
+        if s.measures is not None
+    ]
     found = best_json(best)
     if found is not None:
         lines.append(
@@ -76,6 +92,13 @@ def notes(reports: list[ScenarioReport], best: Improvements) -> list[str]:
             f"({found['figure']}, {found['scenario']})"
         )
     return lines
+
+
+def cpu_line(cpu: dict[str, Any]) -> str:
+    return (
+        f"CPU over the rollouts: the host busy {cpu['host_busy_cores']} of {cpu['cores']} cores "
+        f"(the lab {cpu['lab_cores']}), headroom {cpu['headroom_cores']}"
+    )
 
 
 @contextlib.contextmanager
@@ -214,6 +237,7 @@ def rebalance(
             "config": config.to_json(),
             "scenarios": [r.to_json() for r in reports],
             "best_improvement": best_json(best),
+            "ablation": [row.to_json() for row in ablation_table(reports)],
             "report": str(page),
             "problems": problems,
         }
