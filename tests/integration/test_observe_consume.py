@@ -17,6 +17,7 @@ from lagless.observe.report import PLOT_IDS
 from lagless.observe.timeline import load_timeline
 from lagless.produce.producer import run_load
 from lagless.produce.workloads import Workload, WorkloadSpec, generate
+from tests.chartspecs import specs
 from tests.conftest import LAGLESS, Cluster, run_cli
 
 pytestmark = pytest.mark.integration
@@ -85,6 +86,5 @@ def test_consume_metrics_scraped_and_run_reported(
     result = run_cli("report", str(run_dir))
     assert result.returncode == 0, result.stderr
     html = (run_dir / "report.html").read_text()
-    for plot in PLOT_IDS:
-        assert f'<svg id="{plot}"' in html
+    assert list(specs(html)) == list(PLOT_IDS)
     assert "300" in html

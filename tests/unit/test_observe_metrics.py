@@ -63,7 +63,8 @@ def test_every_metric_is_exposed(served: tuple[Metrics, int]) -> None:
     for name in (
         "lagless_in_flight", "lagless_paused_partitions", "lagless_partitions_assigned_total",
         "lagless_partitions_revoked_total", "lagless_partitions_lost_total",
-        "lagless_commits_total", "lagless_batches_total", "lagless_rebalance_seconds_count",
+        "lagless_commits_total", "lagless_batches_total",
+        "lagless_rebalance_callback_seconds_count",
     ):  # fmt: skip
         assert name in names
 

@@ -1,10 +1,13 @@
-"""The rebalance lab's HTML page: one self-contained file, no script, nothing from the network.
+"""The rebalance lab's HTML page: one self-contained file that loads nothing from the network.
 
 At the top the broker (the results depend on its group coordinator), a summary table (one row per
 scenario) and the best improvement over ``eager-defaults``; then per scenario its settings, its
 measures (defined in :mod:`lagless.lab.measures`), total lag in records and in seconds over time,
 e2e p99 per second, and the assignment strip (:mod:`lagless.lab.strip`), with the lab's triggers
-(instance starts and stops) marked on every plot. A scenario that was not run shows its note.
+(instance starts and stops) marked and the rollouts and what lies outside the measured window
+shaded on every plot, each named in the plot's legend. Charts are drawn by the shared chart code
+(``lagless/ui/static/charts.js``, inlined by :mod:`lagless.ui.assets`). A scenario that was not
+run shows its note.
 """
 
 from __future__ import annotations
@@ -15,21 +18,30 @@ from html import escape
 from typing import Any
 
 from lagless.lab.measures import (
+    Point,
     e2e_p99_series,
     improvement,
     lag_series,
+    measurement_window,
     rollouts,
 )
 from lagless.lab.model import Measures, ScenarioData, ScenarioReport
 from lagless.lab.ownership import overlaps, ownerships
+from lagless.lab.runner import OVERLAP_NOTE
 from lagless.lab.strip import Strip, TriggerMark, render_strip
 from lagless.observe.report import STYLE, fmt
-from lagless.observe.svg import PALETTE, Chart, Mark, Series, render
+from lagless.ui import assets
+from lagless.ui.chartspec import OUTSIDE, ROLLOUT, WARM_UP, Axis, Band, Decor, Line, timeseries
 
 TITLE = "lagless rebalance lab"
 EXTRA_STYLE = """
 .note { color: #8a4b00; }
 section { border-top: 1px solid #ddd; margin-top: 28px; }
+.wide { overflow-x: auto; }
+#summary { font-size: 13px; }
+#summary td { white-space: nowrap; }
+#summary td, #summary th { padding-right: 9px; }
+#summary th { vertical-align: bottom; }
 """
 
 
@@ -84,6 +96,21 @@ def not_supported(note: str | None) -> str:
     return note if note.startswith(NOT_SUPPORTED) else f"{NOT_SUPPORTED}: {note}"
 
 
+def shown_note(report: ScenarioReport) -> str | None:
+    """The scenario's note as the page shows it: the broker's overlap caveat only where the run
+    saw overlaps (with how many), not where it measured none."""
+    if not report.note or report.measures is None:
+        return report.note
+    m = report.measures
+    parts = []
+    for part in report.note.split("; "):
+        if part != OVERLAP_NOTE:
+            parts.append(part)
+        elif m.ownership_overlaps:
+            parts.append(f"{part}: {m.ownership_overlaps} in this run ({fmt(m.overlap_s, ' s')})")
+    return "; ".join(parts) or None
+
+
 def summary_table(reports: Sequence[ScenarioReport]) -> str:
     """One row per scenario; its columns are the rows of :func:`measure_rows`."""
     measured = [r.measures for r in reports if r.measures is not None]
@@ -97,13 +124,14 @@ def summary_table(reports: Sequence[ScenarioReport]) -> str:
         rows.append(
             f'<tr><td><a href="#{slug(r.scenario)}">{escape(r.scenario)}</a></td>{cells}</tr>'
         )
-        note = r.note or ("" if r.supported else NOT_SUPPORTED)
+        note = shown_note(r) or ("" if r.supported else NOT_SUPPORTED)
         if r.failed is not None:
             note = f"FAILED: {r.failed}" + (f"; {note}" if note else "")
         if note:
             notes.append(f"<li>{escape(r.scenario)}: {escape(note)}</li>")
     listed = f"<ul class=note>{''.join(notes)}</ul>" if notes else ""
-    return f"<table id=summary><tr>{head}</tr>{''.join(rows)}</table>{listed}"
+    table = f"<table id=summary><tr>{head}</tr>{''.join(rows)}</table>"
+    return f"<div class=wide>{table}</div>{listed}"
 
 
 def best_line(reports: Sequence[ScenarioReport]) -> str:
@@ -118,17 +146,64 @@ def best_line(reports: Sequence[ScenarioReport]) -> str:
     )
 
 
-def charts(name: str, data: ScenarioData) -> list[str]:
+def bands(data: ScenarioData) -> list[Band]:
+    """What the plots shade: outside the measured window, the warm-up, the rollouts (x in seconds
+    since the run's start)."""
+    start, end = measurement_window(data)
+    origin, last = data.run_start, data.run_end
+    out = []
+    if start > origin:
+        out.append(Band(0.0, start - origin, OUTSIDE, "before the warm-up: not measured"))
+    if end < last:
+        out.append(Band(end - origin, last - origin, OUTSIDE, "after the cool-down: not measured"))
+    out += [
+        Band(w.start - origin, w.end - origin, WARM_UP, w.name)
+        for w in data.windows
+        if w.name == "warm-up"
+    ]
+    out += [Band(w.start - origin, w.end - origin, ROLLOUT, w.name) for w in rollouts(data)]
+    return out
+
+
+def peak_note(data: ScenarioData, records: Sequence[Point]) -> str:
+    """Says so when the tallest lag peak lies outside the measured window (the measures leave
+    it out)."""
+    start, end = measurement_window(data)
+    values = [(y, x) for x, y in records if y is not None]
+    if not values:
+        return ""
+    top, at = max(values)
+    if start - data.run_start <= at <= end - data.run_start:
+        return ""
+    inside = [
+        y
+        for x, y in records
+        if y is not None and start - data.run_start <= x <= end - data.run_start
+    ]
+    return (
+        f"The tallest peak ({fmt(top)} records at {at:.0f} s) lies outside the measured window "
+        f"(shaded grey): the measures leave it out (max lag inside: {fmt(max(inside, default=0))})."
+    )
+
+
+def charts(name: str, data: ScenarioData) -> list[dict[str, Any]]:
     """Lag in records, lag in seconds, e2e p99 and the assignment strip of one scenario."""
     key = slug(name)
-    x_max = max(data.run_end - data.run_start, 1.0)
+    axis = Axis(start=0.0, end=max(data.run_end - data.run_start, 1.0))
     triggers = [TriggerMark(t.ts - data.run_start, t.kind, t.instance) for t in data.triggers]
-    marks = [Mark(t.x, t.label, str(t.kind)) for t in triggers]
+    shaded = bands(data)
+    decor = Decor(markers=[t.marker() for t in triggers], bands=shaded)
     records, seconds = lag_series(data)
+    note = peak_note(data, records)
 
-    def chart(suffix: str, title: str, unit: str, points: list[tuple[float, float | None]]) -> str:
-        series = [Series(unit, points, PALETTE[0])]
-        return render(Chart(f"{key}-{suffix}", title, unit, series, marks, x_max=x_max))
+    def chart(
+        suffix: str, title: str, line: str, unit: str, points: Sequence[Point], why: str = ""
+    ) -> dict[str, Any]:
+        values = Line(line, [y for _, y in points])
+        return timeseries(
+            f"{key}-{suffix}", title, unit, [x for x, _ in points], [values], axis,
+            Decor(decor.markers, decor.bands, why),
+        )  # fmt: skip
 
     owned = ownerships(data.events, data.run_end)
     strip = Strip(
@@ -137,15 +212,16 @@ def charts(name: str, data: ScenarioData) -> list[str]:
         partitions=data.partitions,
         owned=owned,
         origin=data.run_start,
-        x_max=x_max,
+        x_max=axis.end or 1.0,
         overlaps=overlaps(owned),
-        rollouts=rollouts(data),
-        triggers=triggers,
+        decor=decor,
     )
     return [
-        chart("lag-records", "Total lag in records (sampled by the lab)", "records", records),
-        chart("lag-seconds", "Lag in seconds (oldest uncommitted record)", "seconds", seconds),
-        chart("e2e-p99", "End-to-end latency p99 per second of done time", "ms",
+        chart("lag-records", "Total lag in records (sampled by the lab)", "total lag", "records",
+              records, note),
+        chart("lag-seconds", "Lag in seconds (oldest uncommitted record)", "lag", "seconds",
+              seconds),
+        chart("e2e-p99", "End-to-end latency p99 per second of done time", "e2e p99", "ms",
               e2e_p99_series(data)),
         render_strip(strip),
     ]  # fmt: skip
@@ -167,10 +243,11 @@ def scenario_section(report: ScenarioReport, data: ScenarioData | None) -> str:
         parts.append(
             f"<p class=note>FAILED (the figures below are partial): {escape(report.failed)}</p>"
         )
+    note = shown_note(report)
     if not report.supported:
         parts.append(f"<p class=note>{escape(not_supported(report.note))}</p>")
-    elif report.note:
-        parts.append(f"<p class=note>{escape(report.note)}</p>")
+    elif note:
+        parts.append(f"<p class=note>{escape(note)}</p>")
     settings = [(k, _setting(v)) for k, v in report.settings.items()]
     parts.append("<h3>Settings</h3>")
     parts.append(_table(settings, f"{key}-settings") if settings else "<p>(none)</p>")
@@ -179,7 +256,7 @@ def scenario_section(report: ScenarioReport, data: ScenarioData | None) -> str:
         parts.append(_table(measure_rows(report.measures), f"{key}-measures"))
     if data is not None:
         parts.append("<h3>Over time</h3>")
-        parts.extend(charts(report.scenario, data))
+        parts.extend(assets.chart(spec) for spec in charts(report.scenario, data))
     elif report.supported:
         parts.append("<p>No recorded data for this scenario.</p>")
     parts.append("</section>")
@@ -190,10 +267,8 @@ def render_page(broker: str, items: Sequence[tuple[ScenarioReport, ScenarioData 
     """The whole HTML document for the scenarios of one lab run."""
     reports = [report for report, _ in items]
     sections = "\n".join(scenario_section(report, data) for report, data in items)
-    return (
-        "<!DOCTYPE html>\n<html lang=en>\n<head>\n<meta charset=utf-8>\n"
-        f"<title>{TITLE}</title>\n<style>{STYLE}{EXTRA_STYLE}</style>\n</head>\n<body>\n"
+    body = (
         f"<h1>{TITLE}</h1>\n<p class=sub id=broker>Broker: {escape(broker)}</p>\n"
-        f"<h2>Summary</h2>\n{summary_table(reports)}\n{best_line(reports)}\n"
-        f"{sections}\n</body>\n</html>\n"
+        f"<h2>Summary</h2>\n{summary_table(reports)}\n{best_line(reports)}\n{sections}\n"
     )
+    return assets.page(TITLE, STYLE + EXTRA_STYLE, body)

@@ -68,6 +68,9 @@ class Status:
 ShowFn = Callable[[Status], None]
 
 
+OVERLAP_NOTE = "Tansu may hand partitions to a newcomer without revoking them (overlaps)"
+
+
 def broker_notes(cluster: ClusterInfo, scenario: Scenario) -> list[str]:
     """Deviations of the cluster that change what a scenario shows (measured: docs/broker.md)."""
     notes: list[str] = []
@@ -81,7 +84,7 @@ def broker_notes(cluster: ClusterInfo, scenario: Scenario) -> list[str]:
         hold = scenario.session_ms // 2000
         notes.append(f"Tansu holds every join for session.timeout.ms / 2 ({hold} s)")
     if scenario.classic and scenario.assignor == "cooperative-sticky":
-        notes.append("Tansu may hand partitions to a newcomer without revoking them (overlaps)")
+        notes.append(OVERLAP_NOTE)
     if scenario.static:
         notes.append("Tansu's static membership does not avoid the rebalance on a restart")
     return notes

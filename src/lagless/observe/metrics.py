@@ -18,7 +18,7 @@ docs/observability.md documents every metric, the timeline, ``lagless lag`` and 
 | lagless_paused_partitions | gauge | | partitions paused by backpressure now |
 | lagless_pause_events_total | counter | topic, partition | times a partition was paused |
 | lagless_rebalances_total | counter | kind | rebalance callbacks: assign, revoke, lost |
-| lagless_rebalance_seconds | histogram | | time from revoke/assign start to work resuming |
+| lagless_rebalance_callback_seconds | histogram | | rebalance callback time: from a revoke/assign callback's start to work resuming (not the group's disruption) |
 | lagless_partitions_assigned_total | counter | | partitions received |
 | lagless_partitions_revoked_total | counter | | partitions given up cleanly |
 | lagless_partitions_lost_total | counter | | partitions lost without commit |
@@ -125,7 +125,10 @@ class Metrics:
         self.pause_events = Counter("lagless_pause_events", "pauses", tp, registry=r)
         self.rebalances = Counter("lagless_rebalances", "rebalance callbacks", ["kind"], registry=r)
         self.rebalance_seconds = Histogram(
-            "lagless_rebalance_seconds", "rebalance duration", buckets=LATENCY_BUCKETS, registry=r
+            "lagless_rebalance_callback_seconds",
+            "rebalance callback time",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
         )
         self.partitions_assigned = Counter("lagless_partitions_assigned", "assigned", registry=r)
         self.partitions_revoked = Counter("lagless_partitions_revoked", "revoked", registry=r)

@@ -1,11 +1,13 @@
 """The run report: one self-contained HTML file drawn from a run timeline.
 
-Plots (inline SVG, see :mod:`lagless.observe.svg`): input rate beside processed rate, lag in
-records (all partitions and per partition), lag in seconds, end-to-end latency percentiles,
-records in flight, paused partitions (on their own axis), the dead-letter rate, and a strip of
-rebalance events (also marked on every plot); before them the run's settings (``run.json``) and
-a summary table, after them the list of events.
-The file has no script and loads nothing from the network.
+Plots (drawn by the shared chart code, ``lagless/ui/static/charts.js``, inlined with the vendored
+uPlot by :mod:`lagless.ui.assets`): input rate beside processed rate, lag in records (all
+partitions and per partition), lag in seconds, end-to-end latency percentiles, records in flight,
+paused partitions (on their own axis), the dead-letter rate, and a chart of rebalance events (also
+marked on every plot). The plots start where the records (or the first assignment) start: the
+idle group join before is said, not drawn. Before them the run's settings (``run.json``) and a
+summary table with the context of its figures, after them the list of events.
+The file loads nothing from the network.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from html import escape
 from pathlib import Path
 
 from lagless.errors import LaglessError
-from lagless.observe.svg import PALETTE, Chart, Mark, Series, render, render_events
 from lagless.observe.timeline import (
     RUN_FILE,
     RebalanceEvent,
@@ -27,6 +28,8 @@ from lagless.observe.timeline import (
     load_timeline,
     timeline_path,
 )
+from lagless.ui import assets
+from lagless.ui.chartspec import Axis, Decor, Line, Marker, timeseries
 
 REPORT_FILE = "report.html"
 
@@ -43,25 +46,17 @@ PLOT_IDS = (
 MAX_PARTITION_LINES = 8  # lag per partition: the partitions with the most lag
 
 STYLE = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; max-width: 960px; }
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1360px; }
 h1 { font-size: 20px; margin-bottom: 4px; }
 h2 { font-size: 16px; margin-top: 28px; }
 .sub { color: #666; margin-top: 0; }
-.chart { display: block; margin: 10px 0; }
-.chart-title { font-size: 13px; font-weight: 600; fill: #222; }
-.tick, .legend, .axis-label { font-size: 11px; fill: #555; }
-.event-label { font-size: 10px; fill: #333; }
-.grid { stroke: #e5e5e5; stroke-width: 1; }
-.frame { fill: none; stroke: #bbb; }
-.axis { stroke: #999; }
-.line { stroke-width: 1.8; stroke-linejoin: round; }
-.mark { stroke-width: 1; stroke-dasharray: 4 3; opacity: 0.8; }
-.event { stroke-width: 2; }
-.empty { font-size: 12px; fill: #999; }
 table { border-collapse: collapse; margin: 8px 0; }
-td, th { padding: 3px 12px 3px 0; text-align: left; border-bottom: 1px solid #eee; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td, th { padding: 3px 12px 3px 0; text-align: left; border-bottom: 1px solid #eee;
+  vertical-align: top; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.why { color: #555; font-size: 13px; }
 """
+REPORT_STYLE = "#summary th, #settings th { white-space: nowrap; }"
 
 
 @dataclass(frozen=True)
@@ -130,9 +125,26 @@ def fmt(value: float | None, unit: str = "") -> str:
     return f"{value:.3g}{unit}"
 
 
+def first_reported(samples: Sequence[Sample]) -> Sample | None:
+    """The first sample in which the consumer reported a lag or a finished record."""
+    return next((s for s in samples if s.lag_records or s.processed), None)
+
+
 def backlog(samples: Sequence[Sample]) -> float:
     """The lag when the consumer first reported one: what waited when the run began."""
-    return next((s.lag_records for s in samples if s.lag_records or s.processed), 0.0)
+    first = first_reported(samples)
+    return first.lag_records if first is not None else 0.0
+
+
+def backlog_age(samples: Sequence[Sample]) -> float:
+    """Lag in seconds at that first report: how old the oldest waiting record already was."""
+    first = first_reported(samples)
+    return first.lag_seconds if first is not None else 0.0
+
+
+REBALANCE_CALLBACK_TIME = "rebalance callback time, total"
+IN_FLIGHT_MAX = "in flight, max"
+E2E_P50 = "e2e latency p50 (median interval)"
 
 
 def summary(samples: Sequence[Sample]) -> list[tuple[str, str]]:
@@ -155,23 +167,25 @@ def summary(samples: Sequence[Sample]) -> list[tuple[str, str]]:
         ("throughput, mean", fmt(done / duration, " records/s")),
         ("throughput, best interval", fmt(max(s.throughput for s in samples), " records/s")),
         ("lag (records) at start: the backlog found", fmt(backlog(samples))),
+        ("lag (seconds) at start: the backlog's age", fmt(backlog_age(samples), " s")),
         ("lag (records), max / at end", f"{fmt(max(s.lag_records for s in samples))} / "
          f"{fmt(last.lag_records)}"),
         ("lag (seconds), max / at end", f"{fmt(max(s.lag_seconds for s in samples), ' s')} / "
          f"{fmt(last.lag_seconds, ' s')}"),
-        ("e2e latency p50 (median interval)", fmt(p50, " s")),
+        (E2E_P50, fmt(p50, " s")),
         ("e2e latency p95 (worst interval)", fmt(max(p95s, default=None), " s")),
         ("e2e latency p99 (worst interval)", fmt(max(p99s, default=None), " s")),
         ("e2e latency p99 (median interval)",
          fmt(statistics.median(p99s) if p99s else None, " s")),
-        ("in flight, max", fmt(max(s.in_flight for s in samples))),
+        (IN_FLIGHT_MAX, fmt(max(s.in_flight for s in samples))),
         ("paused partitions, max", fmt(max(s.paused for s in samples))),
         ("pause events", fmt(last.pause_events)),
         ("rebalance events", str(len(timed))),
         ("partitions assigned / revoked / lost",
          " / ".join(str(sum(getattr(t.event, k) for t in timed))
                     for k in ("assigned", "revoked", "lost"))),
-        ("rebalance time, total", short_duration(sum(t.event.duration_seconds for t in timed))),
+        (REBALANCE_CALLBACK_TIME,
+         short_duration(sum(t.event.duration_seconds for t in timed))),
         ("commits", fmt(last.commits)),
         ("dead-lettered records", fmt(last.dlq)),
     ]  # fmt: skip
@@ -182,55 +196,121 @@ def summary(samples: Sequence[Sample]) -> list[tuple[str, str]]:
     return rows
 
 
-def charts(samples: Sequence[Sample]) -> list[str]:
-    """Every plot as an SVG element, in :data:`PLOT_IDS` order (plus the micro-batch plot of
-    a Spark run)."""
+def in_flight_context(settings: Mapping[str, object]) -> str:
+    """What bounds the records in flight: the configured limit and the ordering."""
+    parts = []
+    if "max_in_flight" in settings:
+        parts.append(f"the limit is max_in_flight {settings['max_in_flight']}")
+    ordering = settings.get("ordering")
+    if ordering == "key":
+        parts.append("ordering=key runs one record per key at a time: at most one per distinct key")
+    elif ordering == "partition":
+        parts.append("ordering=partition runs one record per partition at a time")
+    return "; ".join(parts)
+
+
+def context(samples: Sequence[Sample], settings: Mapping[str, object]) -> dict[str, str]:
+    """What explains a summary figure, by row label (rows without one are absent)."""
+    notes = {
+        REBALANCE_CALLBACK_TIME: "time spent inside this instance's rebalance callbacks "
+        "(assign / revoke); not the group's disruption, which the rebalance lab measures as "
+        "rebalance time",
+    }
+    age = backlog_age(samples)
+    if age > 0:
+        notes[E2E_P50] = (
+            f"e2e counts from each record's timestamp: the oldest record waiting when the run "
+            f"began was already {fmt(age, ' s')} old (the backlog's age)"
+        )
+    bound = in_flight_context(settings)
+    if bound:
+        notes[IN_FLIGHT_MAX] = bound
+    return notes
+
+
+def summary_table(samples: Sequence[Sample], settings: Mapping[str, object]) -> str:
+    notes = context(samples, settings)
+    rows = "".join(
+        f"<tr><th>{escape(label)}</th><td class=num>{escape(value)}</td>"
+        f"<td class=why>{escape(notes.get(label, ''))}</td></tr>"
+        for label, value in summary(samples)
+    )
+    return f"<table id=summary>{rows}</table>"
+
+
+def active(sample: Sample) -> bool:
+    return bool(
+        sample.lag_records or sample.throughput or sample.in_flight or sample.input_rate
+        or sample.events
+    )  # fmt: skip
+
+
+def chart_start(samples: Sequence[Sample]) -> float:
+    """Seconds since the run's start where the plots begin: the start of the first interval with
+    records (lag, processed, in flight, input) or a rebalance; 0 when there is none."""
+    t0 = run_start(samples)
+    first = next((s for s in samples if active(s)), None)
+    return 0.0 if first is None else max(first.ts - first.interval - t0, 0.0)
+
+
+def start_note(samples: Sequence[Sample]) -> str:
+    start = chart_start(samples)
+    if start <= 0:
+        return ""
+    return (
+        f"The plots start at {start:.1f} s, when the first records or partitions came: before "
+        f"that the consumer was joining its group with nothing to show ({start:.1f} s of "
+        f"{samples[-1].ts - run_start(samples):.1f} s)."
+    )
+
+
+def charts(samples: Sequence[Sample]) -> list[dict[str, object]]:
+    """Every plot's spec, in :data:`PLOT_IDS` order (plus the micro-batch plot of a Spark run)."""
     t0 = run_start(samples)
     xs = [s.ts - t0 for s in samples]
-    x_max = max(xs[-1], 1.0)
-    marks = [Mark(t.at, t.label, t.event.kind) for t in events(samples)]
+    axis = Axis(start=chart_start(samples), end=max(xs[-1], 1.0))
+    marks = [Marker(t.at, t.event.kind, t.label) for t in events(samples)]
+    decor = Decor(markers=marks)
 
-    def chart(chart_id: str, title: str, unit: str, *series: tuple[str, list[float | None]]) -> str:
-        lines = [
-            Series(name, list(zip(xs, values, strict=True)), PALETTE[i % len(PALETTE)])
-            for i, (name, values) in enumerate(series)
-        ]
-        return render(Chart(chart_id, title, unit, lines, marks, x_max=x_max))
+    def chart(chart_id: str, title: str, unit: str, *lines: Line) -> dict[str, object]:
+        return timeseries(chart_id, title, unit, xs, lines, axis, decor)
 
     return [
         chart("plot-throughput", "Input rate (end offsets) and processed rate", "records/s",
-              ("processed", [s.throughput for s in samples]),
-              ("input", [s.input_rate for s in samples])),
+              Line("processed", [s.throughput for s in samples]),
+              Line("input", [s.input_rate for s in samples])),
         chart("plot-lag-records", "Lag in records: all partitions and per partition", "records",
-              ("all", [s.lag_records for s in samples]), *partition_lags(samples)),
+              Line("all", [s.lag_records for s in samples], total=True), *partition_lags(samples)),
         chart("plot-lag-seconds", "Lag in seconds (oldest partition)", "seconds",
-              ("lag", [s.lag_seconds for s in samples]),
-              ("oldest unfinished", [s.oldest_unfinished_seconds for s in samples])),
+              Line("lag", [s.lag_seconds for s in samples]),
+              Line("oldest unfinished", [s.oldest_unfinished_seconds for s in samples])),
         chart("plot-latency", "End-to-end latency (record timestamp to done)", "seconds",
-              ("p50", [s.e2e_p50 for s in samples]),
-              ("p95", [s.e2e_p95 for s in samples]),
-              ("p99", [s.e2e_p99 for s in samples])),
+              Line("p50", [s.e2e_p50 for s in samples]),
+              Line("p95", [s.e2e_p95 for s in samples]),
+              Line("p99", [s.e2e_p99 for s in samples])),
         chart("plot-in-flight", "Records in flight", "records",
-              ("in flight", [s.in_flight for s in samples])),
+              Line("in flight", [s.in_flight for s in samples])),
         chart("plot-paused", "Partitions paused by backpressure", "partitions",
-              ("paused", [s.paused for s in samples])),
+              Line("paused", [s.paused for s in samples])),
         chart("plot-dlq", "Records dead-lettered", "records/s",
-              ("to the DLQ", [s.dlq_rate for s in samples])),
+              Line("to the DLQ", [s.dlq_rate for s in samples])),
         *([chart("plot-batches", "Spark micro-batch duration (last batch)", "seconds",
-                 ("batch", [s.batch_seconds or None for s in samples]))]
+                 Line("batch", [s.batch_seconds or None for s in samples]))]
           if any(s.batches for s in samples) else []),
-        render_events("plot-rebalances", "Rebalance events", marks, x_max),
+        timeseries("plot-rebalances", "Rebalance events", "", xs, (), axis,
+                   Decor(markers=marks, marker_labels=True), height=120)
+        | {"empty": "no rebalances"},
     ]  # fmt: skip
 
 
-def partition_lags(samples: Sequence[Sample]) -> list[tuple[str, list[float | None]]]:
+def partition_lags(samples: Sequence[Sample]) -> list[Line]:
     """Lag in records per partition, for the partitions with the most lag."""
     peak: dict[str, float] = {}
     for sample in samples:
         for key, lag in sample.lag_partitions.items():
             peak[key] = max(peak.get(key, 0.0), lag)
     top = sorted(peak, key=lambda k: (-peak[k], k))[:MAX_PARTITION_LINES]
-    return [(key, [s.lag_partitions.get(key) for s in samples]) for key in sorted(top)]
+    return [Line(key, [s.lag_partitions.get(key) for s in samples]) for key in sorted(top)]
 
 
 def settings_table(settings: Mapping[str, object]) -> str:
@@ -249,7 +329,7 @@ def events_table(samples: Sequence[Sample]) -> str:
         return "<p>No rebalance during the run.</p>"
     head = (
         "<tr><th>at</th><th>assigned</th><th>revoked</th><th>lost</th>"
-        "<th>callbacks</th><th>duration</th></tr>"
+        "<th>callbacks</th><th>callback time</th></tr>"
     )
     rows = [
         f"<tr><td>{t.at:.1f} s</td><td class=num>{t.event.assigned}</td>"
@@ -258,7 +338,7 @@ def events_table(samples: Sequence[Sample]) -> str:
         f"<td class=num>{short_duration(t.event.duration_seconds)}</td></tr>"
         for t in timed
     ]
-    return f"<table>{head}{''.join(rows)}</table>"
+    return f"<table id=events>{head}{''.join(rows)}</table>"
 
 
 def build_report(
@@ -269,23 +349,20 @@ def build_report(
     """The whole HTML document."""
     if not samples:
         raise LaglessError("the timeline has no samples: nothing to report")
-    rows = "".join(
-        f"<tr><th>{escape(label)}</th><td class=num>{escape(value)}</td></tr>"
-        for label, value in summary(samples)
-    )
-    plots = "\n".join(charts(samples))
+    settings = settings or {}
+    plots = "\n".join(assets.chart(spec) for spec in charts(samples))
     started = datetime.fromtimestamp(run_start(samples), UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return (
-        "<!DOCTYPE html>\n<html lang=en>\n<head>\n<meta charset=utf-8>\n"
-        f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+    note = start_note(samples)
+    body = (
         f"<h1>{escape(title)}</h1>\n<p class=sub>run of {started}, "
         f"{len(samples)} samples</p>\n"
-        f"<h2>Run settings</h2>\n{settings_table(settings or {})}\n"
-        f"<h2>Summary</h2>\n<table id=summary>{rows}</table>\n"
-        f"<h2>Over time</h2>\n{plots}\n"
-        f"<h2>Rebalance events</h2>\n{events_table(samples)}\n"
-        "</body>\n</html>\n"
+        f"<h2>Run settings</h2>\n{settings_table(settings)}\n"
+        f"<h2>Summary</h2>\n{summary_table(samples, settings)}\n"
+        f"<h2>Over time</h2>\n"
+        + (f"<p id=plots-start>{escape(note)}</p>\n" if note else "")
+        + f"{plots}\n<h2>Rebalance events</h2>\n{events_table(samples)}\n"
     )
+    return assets.page(title, STYLE + REPORT_STYLE, body)
 
 
 def read_settings(directory: Path) -> dict[str, object]:

@@ -132,8 +132,8 @@ _SUMS = {
     "lagless_partitions_assigned_total": "assigned",
     "lagless_partitions_revoked_total": "revoked",
     "lagless_partitions_lost_total": "lost",
-    "lagless_rebalance_seconds_count": "rebalance_count",
-    "lagless_rebalance_seconds_sum": "rebalance_sum",
+    "lagless_rebalance_callback_seconds_count": "rebalance_count",
+    "lagless_rebalance_callback_seconds_sum": "rebalance_sum",
 }
 _MAXES = {
     "lagless_lag_seconds": "lag_seconds",
