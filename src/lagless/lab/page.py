@@ -27,6 +27,7 @@ from lagless.lab.measures import (
 )
 from lagless.lab.model import Measures, ScenarioData, ScenarioReport
 from lagless.lab.ownership import overlaps, ownerships
+from lagless.lab.page_services import extra_sections
 from lagless.lab.runner import OVERLAP_NOTE
 from lagless.lab.strip import Strip, TriggerMark, render_strip
 from lagless.observe.report import STYLE, fmt
@@ -269,6 +270,7 @@ def render_page(broker: str, items: Sequence[tuple[ScenarioReport, ScenarioData 
     sections = "\n".join(scenario_section(report, data) for report, data in items)
     body = (
         f"<h1>{TITLE}</h1>\n<p class=sub id=broker>Broker: {escape(broker)}</p>\n"
-        f"<h2>Summary</h2>\n{summary_table(reports)}\n{best_line(reports)}\n{sections}\n"
+        f"<h2>Summary</h2>\n{summary_table(reports)}\n{best_line(reports)}\n"
+        f"{extra_sections(items)}\n{sections}\n"
     )
     return assets.page(TITLE, STYLE + EXTRA_STYLE, body)
