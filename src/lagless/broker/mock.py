@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType, TracebackType
 
-from lagless.broker.embedded import default_state_dir, pid_alive
+from lagless.broker.embedded import default_state_dir, pid_alive, read_state_file, terminate
 from lagless.errors import BrokerError, ClusterError
 
 AUTO_PARTITIONS = 4  # partitions of an auto-created topic on the mock cluster
@@ -132,14 +132,7 @@ class MockBroker:
         return self.state_dir / STATE_FILE
 
     def read_state(self) -> MockState | None:
-        try:
-            return MockState(**json.loads(self.state_path.read_text()))
-        except FileNotFoundError:
-            return None
-        except (ValueError, TypeError) as exc:
-            raise BrokerError(
-                f"mock state {self.state_path} is corrupt ({exc}): remove it"
-            ) from None
+        return read_state_file(self.state_path, MockState, "mock")
 
     def status(self) -> MockState | None:
         """The running mock cluster, None if none was started; BrokerError if it died."""
@@ -180,13 +173,7 @@ class MockBroker:
         state = self.read_state()
         if state is None:
             return None
-        if pid_alive(state.pid):
-            os.kill(state.pid, signal.SIGTERM)
-            deadline = time.monotonic() + 10
-            while pid_alive(state.pid) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if pid_alive(state.pid):
-                os.kill(state.pid, signal.SIGKILL)
+        terminate(state.pid)
         self.state_path.unlink(missing_ok=True)
         return state
 

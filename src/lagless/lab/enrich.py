@@ -1,9 +1,13 @@
 """Service #1 of the lab's two-service topology: enrich each job and write it to topic #2.
 
-``lagless consume --handler lagless.lab.enrich:enrich`` runs it. Per record it does the job's
-work (``sleep_ms``), then writes the enriched job to the output topic and waits for the broker's
-acknowledgement before it returns — so, as with a :class:`lagless.App` handler with
-``output=``, an input record is committed only after its output is acknowledged. The output
+``lagless consume --handler lagless.lab.enrich:enrich --batch-size N`` runs it: a batch
+handler (one call per batch of a partition's records, in order). It does the records' work
+(their ``sleep_ms``, one after the other), then writes their enriched jobs to the output topic
+and waits for the broker's acknowledgements before it returns — so, as with a
+:class:`lagless.App` handler with ``output=``, an input record is committed only after its
+output is acknowledged (a record whose output was refused fails, by the engine's batch rule).
+One acknowledgement wait per batch, not per record: per record, the wait would bound each
+partition to one record per broker round trip. The output
 keeps the input's key, its ``lagless-id`` header and its timestamp (the producer's creation
 time), so service #2 measures end to end from the producer across both hops; its ``sleep_ms``
 is service #2's work. The lab passes the output topic, service #2's work and the bootstrap in
@@ -12,22 +16,24 @@ the environment (:data:`OUTPUT_ENV`, :data:`NEXT_WORK_ENV`, :data:`BOOTSTRAP_ENV
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, Message
 
-from lagless.engine.handlers import decode_json, sleep_ms
+from lagless.engine.handlers import decode_json, sleep_batch
 from lagless.engine.record import Record
 from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.clients import make_producer
 
-OUTPUT_ENV = "LAGLESS_LAB_OUTPUT"
-NEXT_WORK_ENV = "LAGLESS_LAB_NEXT_WORK_MS"
-BOOTSTRAP_ENV = "LAGLESS_LAB_BOOTSTRAP"
+OUTPUT_ENV = "LAB_ENRICH_OUTPUT"  # not LAGLESS_*: those are settings
+NEXT_WORK_ENV = "LAB_ENRICH_NEXT_WORK_MS"
+BOOTSTRAP_ENV = "LAB_ENRICH_BOOTSTRAP"
 ACK_TIMEOUT_S = 60.0
 
 
@@ -47,28 +53,38 @@ class Output:
         while True:
             self._producer.poll(0.05)  # delivery reports as they come
 
-    def send(self, record: Record, value: bytes) -> None:
+    def send(self, outgoing: Sequence[tuple[Record, bytes]]) -> dict[Record, Exception]:
+        """Write each (input, value) and wait for every acknowledgement; the inputs whose
+        output was refused, with why."""
+        failed: dict[Record, Exception] = {}
+        left = [len(outgoing)]
         done = threading.Event()
-        failure: list[str] = []
+        lock = threading.Lock()
 
-        def delivered(err: KafkaError | None, _msg: Message) -> None:
-            if err is not None:
-                failure.append(err.str())
-            done.set()
+        def delivered(record: Record, err: KafkaError | None, _msg: Message) -> None:
+            with lock:
+                if err is not None:
+                    failed[record] = LaglessError(f"{self.topic}: not written: {err.str()}")
+                left[0] -= 1
+                if left[0] == 0:
+                    done.set()
 
-        while True:
-            try:
-                self._producer.produce(
-                    self.topic, value, key=record.key, headers=list(record.headers),
-                    timestamp=record.timestamp_ms or 0, on_delivery=delivered,
-                )  # fmt: skip
-                break
-            except BufferError:
-                time.sleep(0.01)
+        if not outgoing:
+            return failed
+        for record, value in outgoing:
+            while True:
+                try:
+                    self._producer.produce(
+                        self.topic, value, key=record.key, headers=list(record.headers),
+                        timestamp=record.timestamp_ms or 0,
+                        on_delivery=functools.partial(delivered, record),
+                    )  # fmt: skip
+                    break
+                except BufferError:
+                    time.sleep(0.01)
         if not done.wait(ACK_TIMEOUT_S):
             raise LaglessError(f"{self.topic}: no acknowledgement in {ACK_TIMEOUT_S:.0f} s")
-        if failure:
-            raise LaglessError(f"{self.topic}: not written: {failure[0]}")
+        return failed
 
 
 _OUTPUT: list[Output] = []
@@ -91,9 +107,12 @@ def enriched(job: dict[str, Any], next_work_ms: float) -> bytes:
     return json.dumps({**job, "sleep_ms": next_work_ms, "enriched": True}).encode()
 
 
-def enrich(record: Record) -> None:
-    """Work ``sleep_ms``, then write the enriched job and wait for its acknowledgement."""
-    job = decode_json(record)
-    time.sleep(sleep_ms(record) / 1000.0)
+def enrich(records: Sequence[Record]) -> dict[Record, Exception]:
+    """A batch handler: the records' work (their total ``sleep_ms``, as the lab's ``sleep``
+    handler), then their enriched outputs written and acknowledged; the records that could not
+    be decoded or written are returned as failed (the engine's batch rule)."""
+    failed = sleep_batch(records)
     next_work = float(os.environ.get(NEXT_WORK_ENV, "0"))
-    output().send(record, enriched(job, next_work))
+    outgoing = [(r, enriched(decode_json(r), next_work)) for r in records if r not in failed]
+    failed.update(output().send(outgoing))
+    return failed

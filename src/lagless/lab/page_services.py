@@ -26,18 +26,19 @@ from lagless.ui.chartspec import ROLLOUT, Axis, Band, Decor, Line, bars, timeser
 
 DEFINITIONS = (
     "<h2 id=definitions>Which figure is which</h2><ul>"
-    "<li><strong>max position lag</strong> (<code>max_position_lag_records</code>): log end minus each "
-    "partition's consumer position (the offset the next poll returns, Kafka's "
+    "<li><strong>max position lag</strong> (<code>max_position_lag_records</code>): log end "
+    "minus each partition's consumer position (the offset the next poll returns, Kafka's "
     "<code>records-lag</code>), read from each instance's "
     "<code>lagless_position_lag_records</code> gauge, a partition owned by nobody counted from "
     "its committed offset; summed over the topic, the maximum over the measured window. The "
     'article\'s "max lag" is this figure.</li>'
-    "<li><strong>max committed lag</strong> (<code>max_lag_records</code>): log end minus the group's "
-    "committed offset, summed over the topic, read by the lab's own sampler. It also holds what "
-    "was fetched but not yet committed: about rate &#215; commit interval in a steady state.</li>"
-    "<li><strong>rebalance time</strong> (<code>rebalance_s</code>): from an instance stopping or joining "
-    "until every partition is owned and consumed again: the disruption the service feels. "
-    "Kafka's <code>rebalance-latency-avg</code> (the article's figure) is one member's "
+    "<li><strong>max committed lag</strong> (<code>max_lag_records</code>): log end minus the "
+    "group's committed offset, summed over the topic, read by the lab's own sampler. It also "
+    "holds what was fetched but not yet committed: about rate &#215; commit interval in a "
+    "steady state.</li>"
+    "<li><strong>rebalance time</strong> (<code>rebalance_s</code>): from an instance stopping "
+    "or joining until every partition is owned and consumed again: the disruption the service "
+    "feels. Kafka's <code>rebalance-latency-avg</code> (the article's figure) is one member's "
     "JoinGroup-to-SyncGroup round trip, a part of it.</li></ul>"
 )
 

@@ -46,7 +46,7 @@ from lagless.lab.model import (
 )
 from lagless.lab.rollout import Fleet, check_strategy, plan
 from lagless.lab.scenarios import Scenario
-from lagless.lab.service import ENRICH_HANDLER, Service, ServiceSpec
+from lagless.lab.service import ENRICH_BATCH, ENRICH_HANDLER, Service, ServiceSpec
 
 log = logging.getLogger(__name__)
 
@@ -143,10 +143,11 @@ class ScenarioRun:
                 config.partitions2, config.instances2, config.work2_ms, rolled=False,
             )  # fmt: skip
             specs = [
-                replace(first, handler=ENRICH_HANDLER, env={
-                    OUTPUT_ENV: second.topic, NEXT_WORK_ENV: str(config.work2_ms),
-                    BOOTSTRAP_ENV: self.cluster.bootstrap,
-                }),
+                replace(
+                    first, handler=ENRICH_HANDLER, flags=("--batch-size", str(ENRICH_BATCH)),
+                    env={OUTPUT_ENV: second.topic, NEXT_WORK_ENV: str(config.work2_ms),
+                         BOOTSTRAP_ENV: self.cluster.bootstrap},
+                ),
                 second,
             ]  # fmt: skip
         return [

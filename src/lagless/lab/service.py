@@ -21,6 +21,7 @@ from lagless.lab.sampler import EndsFn, LagSampler, TimestampFn
 from lagless.lab.scenarios import Scenario
 
 ENRICH_HANDLER = "lagless.lab.enrich:enrich"
+ENRICH_BATCH = 100  # records per call of the enrich handler (one acknowledgement wait each)
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class ServiceSpec:
     rolled: bool
     handler: str = "sleep"
     env: Mapping[str, str] = field(default_factory=dict)  # for its handler
+    flags: tuple[str, ...] = ()  # more lagless consume flags (a batch handler's --batch-size)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,7 +110,7 @@ class Service:
             "--topic", spec.topic, "--group", spec.group, "--handler", spec.handler,
             "--ordering", "partition", "--max-in-flight", str(spec.partitions),
             "--on-failure", "stop", "--commit-interval", str(self.commit_interval_s),
-            "--shutdown-budget", "10", *self.scenario.consume_flags(slot),
+            "--shutdown-budget", "10", *spec.flags, *self.scenario.consume_flags(slot),
         ]  # fmt: skip
         instance.start(self.bootstrap, args, dict(spec.env))
         self.instances.append(instance)
