@@ -426,14 +426,19 @@ class ScenarioRun:
             self._sleep(TICK_S)
         return False
 
-    def _wait_committed_to_end(self, load: Load, timeout: float = 60) -> bool:
+    def _wait_committed_to_end(self, load: Load, stall_s: float = 60) -> bool:
         """Every service's group committed the end of its topic (service #2's ends read
-        once service #1 is done: it wrote them)."""
+        once service #1 is done: it wrote them). A backlog takes as long as it takes: the wait
+        gives up only when a group's commits have not advanced for ``stall_s`` seconds."""
         for service in self.services:
             ends = load.ends() if service is self.rolled else self._broker_ends(service)
-            deadline = time.monotonic() + timeout
+            assert service.sampler is not None
+            deadline, seen = time.monotonic() + stall_s, -1
             while not service.committed_to_end(ends):
-                if time.monotonic() > deadline:
+                done = sum(service.sampler.committed().values())
+                if done > seen:
+                    deadline, seen = time.monotonic() + stall_s, done
+                elif time.monotonic() > deadline:
                     return False
                 self._sleep(0.5)
         return True
