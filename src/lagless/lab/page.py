@@ -57,7 +57,8 @@ def measure_rows(m: Measures) -> list[tuple[str, str]]:
         ("rebalances", fmt(m.rebalances)),
         ("rebalance time avg / max", _stat(m.rebalance_s.avg, m.rebalance_s.max, " s")),
         ("max unconsumed", fmt(m.max_unconsumed_s, " s")),
-        ("max lag", f"{fmt(m.max_lag_records)} records, {fmt(m.max_lag_s, ' s')}"),
+        ("max position lag", f"{fmt(m.max_position_lag_records)} records"),
+        ("max committed lag", f"{fmt(m.max_lag_records)} records, {fmt(m.max_lag_s, ' s')}"),
         ("e2e p50 / p99 / max", f"{fmt(e2e.p50)} / {_stat(e2e.p99, e2e.max, ' ms')}"),
         (
             "e2e in rollouts p50 / p99 / max",
