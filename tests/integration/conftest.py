@@ -1,14 +1,20 @@
-"""Fixtures for integration tests that steer a broker into failing on purpose."""
+"""Fixtures for integration tests that steer a broker into failing on purpose, and a real
+browser for page tests (tests/integration/browser.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.integration.browser import launched
 from tests.integration.engine_helpers.faults import FaultyMock
 from tests.integration.engine_helpers.group import Group
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 
 @pytest.fixture
@@ -26,3 +32,10 @@ def faulty_group(faulty_mock: FaultyMock, tmp_path: Path) -> Iterator[Group]:
         yield members
     finally:
         members.kill_all()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """Chromium driven by Playwright (tests/integration/browser.py); skips where it is missing."""
+    with launched() as b:
+        yield b

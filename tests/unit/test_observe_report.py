@@ -96,6 +96,11 @@ def test_report_shows_settings_input_rate_partitions_paused_and_dlq() -> None:
     assert lag == ["all", "orders[0]", "orders[1]"]  # lag per partition, in the legend
     assert plots["plot-lag-records"]["series"][0].get("total") is True  # its own colour
     assert [s["label"] for s in plots["plot-throughput"]["series"]] == ["processed", "input"]
+    assert "note" not in plots["plot-throughput"]
+    # a series with no value at all is said to be missing, not left as an empty legend entry
+    assert specs(build_report(run()))["plot-throughput"]["note"] == (
+        "Not measured in this run: input."
+    )
     assert "No settings recorded" in build_report(samples)
 
 

@@ -50,3 +50,15 @@ def test_the_assets_request_nothing() -> None:
         urls = set(re.findall(r"https?://[^\s\"')]+", text))
         # the licence banner and the SVG namespace (a name, never loaded)
         assert urls <= {"https://github.com/leeoniya/uPlot", "http://www.w3.org/2000/svg"}, urls
+
+
+def test_a_served_page_links_every_asset_in_load_order() -> None:
+    html = assets.linked("/static/")
+    assert html == (
+        '<link rel=stylesheet href="/static/vendor/uPlot.min.css">'
+        '<link rel=stylesheet href="/static/charts.css">'
+        '<script src="/static/vendor/uPlot.iife.min.js"></script>'
+        '<script src="/static/charts.js"></script>'
+    )
+    for name in (*assets.STYLESHEETS, *assets.SCRIPTS):
+        assert assets.asset_bytes(name)  # what the server answers for each link

@@ -18,6 +18,7 @@ from html import escape
 from typing import Any
 
 from lagless.lab.measures import (
+    WARM_UP,
     Point,
     e2e_p99_series,
     improvement,
@@ -25,14 +26,14 @@ from lagless.lab.measures import (
     measurement_window,
     rollouts,
 )
-from lagless.lab.model import Measures, ScenarioData, ScenarioReport
+from lagless.lab.model import Measures, Percentiles, ScenarioData, ScenarioReport
 from lagless.lab.ownership import overlaps, ownerships
 from lagless.lab.page_services import extra_sections
 from lagless.lab.runner import OVERLAP_NOTE
 from lagless.lab.strip import Strip, TriggerMark, render_strip
 from lagless.observe.report import STYLE, fmt
-from lagless.ui import assets
-from lagless.ui.chartspec import OUTSIDE, ROLLOUT, WARM_UP, Axis, Band, Decor, Line, timeseries
+from lagless.ui import assets, chartspec
+from lagless.ui.chartspec import OUTSIDE, ROLLOUT, Axis, Band, Decor, Line, timeseries
 
 TITLE = "lagless rebalance lab"
 EXTRA_STYLE = """
@@ -41,6 +42,7 @@ section { border-top: 1px solid #ddd; margin-top: 28px; }
 .wide { overflow-x: auto; }
 #summary { font-size: 13px; }
 #summary td { white-space: nowrap; }
+#summary td.name { white-space: normal; overflow-wrap: anywhere; min-width: 12ch; }
 #summary td, #summary th { padding-right: 9px; }
 #summary th { vertical-align: bottom; }
 """
@@ -50,20 +52,24 @@ def _stat(avg: float | None, top: float | None, unit: str) -> str:
     return f"{fmt(avg)} / {fmt(top)}{unit}"
 
 
+def _latency(p: Percentiles) -> str:
+    """p50 / p99 / max in ms, or in seconds once the max reaches 10 s (shorter to read)."""
+    if p.max is not None and p.max >= 10_000:
+        p = Percentiles(*(None if v is None else v / 1000 for v in (p.p50, p.p99, p.max)))
+        return f"{fmt(p.p50)} / {_stat(p.p99, p.max, ' s')}"
+    return f"{fmt(p.p50)} / {_stat(p.p99, p.max, ' ms')}"
+
+
 def measure_rows(m: Measures) -> list[tuple[str, str]]:
     """(label, value) of every figure of a scenario, in table order."""
-    e2e, roll = m.e2e_ms, m.e2e_rollout_ms
     return [
         ("rebalances", fmt(m.rebalances)),
         ("rebalance time avg / max", _stat(m.rebalance_s.avg, m.rebalance_s.max, " s")),
         ("max unconsumed", fmt(m.max_unconsumed_s, " s")),
         ("max position lag", f"{fmt(m.max_position_lag_records)} records"),
         ("max committed lag", f"{fmt(m.max_lag_records)} records, {fmt(m.max_lag_s, ' s')}"),
-        ("e2e p50 / p99 / max", f"{fmt(e2e.p50)} / {_stat(e2e.p99, e2e.max, ' ms')}"),
-        (
-            "e2e in rollouts p50 / p99 / max",
-            f"{fmt(roll.p50)} / {_stat(roll.p99, roll.max, ' ms')}",
-        ),
+        ("e2e p50 / p99 / max", _latency(m.e2e_ms)),
+        ("e2e in rollouts p50 / p99 / max", _latency(m.e2e_rollout_ms)),
         ("lost / duplicated", f"{fmt(m.lost)} / {fmt(m.duplicated)}"),
         ("processed / produced", f"{fmt(m.processed)} / {fmt(m.produced)}"),
         ("ownership overlaps", f"{fmt(m.ownership_overlaps)} ({fmt(m.overlap_s, ' s')})"),
@@ -123,9 +129,8 @@ def summary_table(reports: Sequence[ScenarioReport]) -> str:
     for r in reports:
         values = [v for _, v in measure_rows(r.measures)] if r.measures else ["-"] * len(labels)
         cells = "".join(f"<td class=num>{escape(v)}</td>" for v in values)
-        rows.append(
-            f'<tr><td><a href="#{slug(r.scenario)}">{escape(r.scenario)}</a></td>{cells}</tr>'
-        )
+        link = f'<a href="#{slug(r.scenario)}">{escape(r.scenario)}</a>'
+        rows.append(f"<tr><td class=name>{link}</td>{cells}</tr>")
         note = shown_note(r) or ("" if r.supported else NOT_SUPPORTED)
         if r.failed is not None:
             note = f"FAILED: {r.failed}" + (f"; {note}" if note else "")
@@ -159,9 +164,9 @@ def bands(data: ScenarioData) -> list[Band]:
     if end < last:
         out.append(Band(end - origin, last - origin, OUTSIDE, "after the cool-down: not measured"))
     out += [
-        Band(w.start - origin, w.end - origin, WARM_UP, w.name)
+        Band(w.start - origin, w.end - origin, chartspec.WARM_UP, w.name)
         for w in data.windows
-        if w.name == "warm-up"
+        if w.name == WARM_UP
     ]
     out += [Band(w.start - origin, w.end - origin, ROLLOUT, w.name) for w in rollouts(data)]
     return out
@@ -171,20 +176,17 @@ def peak_note(data: ScenarioData, records: Sequence[Point]) -> str:
     """Says so when the tallest lag peak lies outside the measured window (the measures leave
     it out)."""
     start, end = measurement_window(data)
+    lo, hi = start - data.run_start, end - data.run_start
     values = [(y, x) for x, y in records if y is not None]
     if not values:
         return ""
     top, at = max(values)
-    if start - data.run_start <= at <= end - data.run_start:
+    if lo <= at <= hi:
         return ""
-    inside = [
-        y
-        for x, y in records
-        if y is not None and start - data.run_start <= x <= end - data.run_start
-    ]
+    inside = max((y for y, x in values if lo <= x <= hi), default=0.0)
     return (
         f"The tallest peak ({fmt(top)} records at {at:.0f} s) lies outside the measured window "
-        f"(shaded grey): the measures leave it out (max lag inside: {fmt(max(inside, default=0))})."
+        f"(shaded grey): the measures leave it out (max lag inside: {fmt(inside)})."
     )
 
 

@@ -220,7 +220,8 @@ def context(samples: Sequence[Sample], settings: Mapping[str, object]) -> dict[s
     if age > 0:
         notes[E2E_P50] = (
             f"e2e counts from each record's timestamp: the oldest record waiting when the run "
-            f"began was already {fmt(age, ' s')} old (the backlog's age)"
+            f"began was already {fmt(age, ' s')} old (the backlog's age), and every e2e figure "
+            "here includes that wait"
         )
     bound = in_flight_context(settings)
     if bound:
@@ -270,10 +271,11 @@ def charts(samples: Sequence[Sample]) -> list[dict[str, object]]:
     xs = [s.ts - t0 for s in samples]
     axis = Axis(start=chart_start(samples), end=max(xs[-1], 1.0))
     marks = [Marker(t.at, t.event.kind, t.label) for t in events(samples)]
-    decor = Decor(markers=marks)
 
     def chart(chart_id: str, title: str, unit: str, *lines: Line) -> dict[str, object]:
-        return timeseries(chart_id, title, unit, xs, lines, axis, decor)
+        missing = [line.label for line in lines if all(v is None for v in line.values)]
+        note = f"Not measured in this run: {', '.join(missing)}." if missing else ""
+        return timeseries(chart_id, title, unit, xs, lines, axis, Decor(marks, note=note))
 
     return [
         chart("plot-throughput", "Input rate (end offsets) and processed rate", "records/s",
@@ -298,8 +300,7 @@ def charts(samples: Sequence[Sample]) -> list[dict[str, object]]:
                  Line("batch", [s.batch_seconds or None for s in samples]))]
           if any(s.batches for s in samples) else []),
         timeseries("plot-rebalances", "Rebalance events", "", xs, (), axis,
-                   Decor(markers=marks, marker_labels=True), height=120)
-        | {"empty": "no rebalances"},
+                   Decor(marks, marker_labels=True, empty="no rebalances"), height=120),
     ]  # fmt: skip
 
 

@@ -1,6 +1,7 @@
 """The chart assets (vendored uPlot + ``charts.js``) and their inlining into a static HTML page.
 
-The live console serves the files of ``lagless/ui/static/`` (:func:`asset_bytes`); a static page
+The live console serves the files of ``lagless/ui/static/`` (:func:`asset_bytes`) and links them
+(:func:`linked`); a static page
 (the run report, the lab's page) inlines them (:func:`head`, :func:`scripts`) so that it works
 offline as one file. A chart is an element naming a JSON spec (:func:`chart`); the page's last
 script mounts them all (``LaglessCharts.mountAll``). The spec format is documented at the top of
@@ -54,6 +55,13 @@ def scripts() -> str:
     call that draws every chart of the page."""
     code = "".join(_inline_script(asset_text(name)) for name in SCRIPTS)
     return code + _inline_script("LaglessCharts.mountAll(document);")
+
+
+def linked(prefix: str = "/static/") -> str:
+    """For a served page (the console): the stylesheets and scripts as links under ``prefix``,
+    where the server answers :func:`asset_bytes` of each name. The page mounts its charts."""
+    links = "".join(f'<link rel=stylesheet href="{escape(prefix + n)}">' for n in STYLESHEETS)
+    return links + "".join(f'<script src="{escape(prefix + n)}"></script>' for n in SCRIPTS)
 
 
 def json_for_script(value: Any) -> str:

@@ -60,12 +60,14 @@ class Axis:
 
 @dataclass(frozen=True)
 class Decor:
-    """What a chart draws besides its data: markers, bands, a note under the legend."""
+    """What a chart draws besides its data: markers, bands, a note under the legend, and the
+    text shown when there is nothing to draw (default "no data")."""
 
     markers: Sequence[Marker] = field(default_factory=tuple)
     bands: Sequence[Band] = field(default_factory=tuple)
     note: str = ""
     marker_labels: bool = False  # write each marker's label on the plot (an events chart)
+    empty: str = ""
 
 
 def _axis(axis: Axis) -> dict[str, Any]:
@@ -88,6 +90,8 @@ def _decor(decor: Decor) -> dict[str, Any]:
         out["note"] = decor.note
     if decor.marker_labels:
         out["markerLabels"] = True
+    if decor.empty:
+        out["empty"] = decor.empty
     return out
 
 

@@ -11,8 +11,10 @@
  *   LaglessCharts.mountAll(root = document)    mount every `[data-lg-spec]` element of `root`: the
  *                                              attribute names a script element (type application/json)
  *                                              holding the spec (what lagless.ui.assets writes)
- *   handle.update(spec)                        redraw with new data (live updates; same type)
+ *   handle.update(spec)                        new data: in place (same uPlot, no flicker) when the
+ *                                              series, unit and axis kind are the same, else anew
  *   handle.destroy()
+ *   handle.uplot() -> the uPlot instance (null for bars): its scales, valToPos, ctx (tests, sync)
  *   handle.layout() -> {plot, xAxis, yAxis, legend}   page-relative boxes {left, top, right, bottom}
  *                                              of the plot area, the axes' label areas and the legend
  *                                              (what the browser tests check for overlaps)
@@ -120,9 +122,12 @@
     return fmtElapsed(x);
   }
 
+  // a kind's style: the spec's, else the module's, else the fallback's drawn under the kind's name
   function styleOf(table, overrides, kind, fallback) {
-    return (overrides && overrides[kind]) || table[kind] || table[fallback] ||
-      { color: "#777777", dash: [], fill: "rgba(120,120,120,0.12)", label: kind };
+    var known = (overrides && overrides[kind]) || table[kind];
+    if (known) return known;
+    var base = table[fallback];
+    return { color: base.color, dash: base.dash, fill: base.fill, label: String(kind) };
   }
 
   function seriesColors(series) {
@@ -160,6 +165,7 @@
   function legendItem(kind, style, label) {
     var item = el("span", "lg-item lg-" + kind);
     item.setAttribute("data-kind", kind);
+    item.setAttribute("role", "listitem");
     item.appendChild(swatch(kind, style));
     item.appendChild(el("span", "lg-label", label));
     return item;
@@ -323,7 +329,8 @@
     root.appendChild(parts.plot);
     root.appendChild(parts.readout);
     root.appendChild(parts.legend);
-    if (spec.note) root.appendChild(parts.note);
+    root.appendChild(parts.note);
+    parts.note.hidden = !spec.note;
     return parts;
   }
 
@@ -380,51 +387,88 @@
     return parts.join(" \u00b7 ");
   }
 
-  function baseOpts(spec, root, hooks) {
-    var range = xRange(spec);
+  // `cur.spec` is read at every draw: an update in place swaps it and redraws
+  function baseOpts(cur, root, hooks) {
+    var spec = cur.spec;
     return {
       width: width(root),
       height: spec.height || 220,
       legend: { show: false },
       cursor: spec.sync ? { sync: { key: spec.sync }, drag: { x: false, y: false } }
         : { drag: { x: false, y: false } },
-      scales: { x: { time: false, range: function () { return range; } } },
+      scales: { x: { time: false, range: function () { return xRange(cur.spec); } } },
       hooks: hooks
     };
   }
 
+  function showEmpty(parts, text) {
+    var old = parts.plot.querySelector(".lg-empty");
+    if (old) old.remove();
+    if (text) parts.plot.appendChild(el("div", "lg-empty", text));
+  }
+
+  function showNote(parts, note) {
+    parts.note.textContent = note || "";
+    parts.note.hidden = !note;
+  }
+
+  // what a chart must keep to be updated in place (else it is drawn anew)
+  function shape(spec) {
+    return JSON.stringify([spec.type || "timeseries", spec.xKind, spec.unit, spec.height,
+      spec.markerLabels, (spec.series || []).map(function (s) {
+        return [s.label, !!s.total, s.color || "", s.dash || []];
+      })]);
+  }
+
   function timeseries(root, spec) {
+    var cur = { spec: spec };
     var parts = frame(root, spec);
     var colors = seriesColors(spec.series || []);
-    legendEntries(spec, parts.legend, colors);
-    var opts = baseOpts(spec, root, {
-      drawClear: [function (u) { drawBands(u, spec); }],
-      draw: [function (u) { drawMarkers(u, spec); }],
-      setCursor: [function (u) { parts.readout.textContent = readoutText(spec, u, u.cursor.idx); }]
+    var lines = (spec.series || []).length > 0;
+    var opts = baseOpts(cur, root, {
+      drawClear: [function (u) { drawBands(u, cur.spec); }],
+      draw: [function (u) { drawMarkers(u, cur.spec); }],
+      setCursor: [function (u) {
+        parts.readout.textContent = readoutText(cur.spec, u, u.cursor.idx);
+      }]
     });
     opts.series = [{}].concat((spec.series || []).map(function (s, i) {
       return { label: s.label, stroke: colors[i], width: s.total ? 2.6 : 1.6, dash: s.dash,
-        spanGaps: false, points: { show: isolated(s.values), size: 6, fill: colors[i] } };
+        spanGaps: false, points: { show: function () {
+          return isolated((cur.spec.series[i] || {}).values);
+        }, size: 6, fill: colors[i] } };
     }));
+    if (!lines) opts.series.push({ show: false });  // markers only: keeps the y scale
     opts.scales.y = { range: function (u, min, max) {
       return [Math.min(0, min || 0), niceTop(max)];
     } };
-    var lines = (spec.series || []).length > 0;
     opts.axes = [xAxis(spec), { font: FONT, label: spec.unit || "", labelSize: 18,
-      labelFont: FONT, size: lines ? axisSize : 40, grid: { show: lines },
+      labelFont: FONT, size: lines ? axisSize : 48, grid: { show: lines }, ticks: { show: lines },
       values: function (u, s) { return s.map(function (v) { return lines ? fmtNumber(v) : ""; }); }
     }];
-    var data = [spec.x || []].concat((spec.series || []).map(function (s) { return s.values; }));
-    if (!lines) {  // markers only: a hidden series keeps the y scale
-      opts.series.push({ show: false });
-      data.push((spec.x || []).map(function () { return null; }));
+    function data(sp) {
+      var xs = sp.x || [];
+      return [xs].concat(lines ? sp.series.map(function (s) { return s.values; })
+        : [xs.map(function () { return null; })]);
     }
-    var plot = new uPlot(opts, data, parts.plot);
-    // no line with a value (or, for a chart of markers only, no marker): say so on the plot
-    if (lines ? !hasValues(spec) : !(spec.markers || []).length) {
-      parts.plot.appendChild(el("div", "lg-empty", spec.empty || "no data"));
+    function show(sp) {
+      parts.title.textContent = sp.title || "";
+      while (parts.legend.firstChild) parts.legend.removeChild(parts.legend.firstChild);
+      legendEntries(sp, parts.legend, colors);
+      showNote(parts, sp.note);
+      // no line with a value (or, for a chart of markers only, no marker): say so on the plot
+      var empty = lines ? !hasValues(sp) : !(sp.markers || []).length;
+      showEmpty(parts, empty ? sp.empty || "no data" : "");
     }
-    return { plot: plot, parts: parts };
+    show(spec);
+    var plot = new uPlot(opts, data(spec), parts.plot);
+    return { plot: plot, parts: parts, refresh: function (next) {
+      if (shape(next) !== shape(cur.spec)) return false;
+      cur.spec = next;
+      show(next);
+      plot.setData(data(next));
+      return true;
+    } };
   }
 
   function strip(root, spec) {
@@ -446,7 +490,7 @@
     var n = Math.max(spec.partitions || 0, 1);
     var labels = spec.rows || Array.from({ length: n }, function (_, p) { return "p" + p; });
     var every = Math.max(1, Math.ceil(n / 24));
-    var opts = baseOpts(spec, root, {
+    var opts = baseOpts({ spec: spec }, root, {
       drawClear: [function (u) { drawBands(u, spec); }],
       draw: [function (u) { drawStrip(u, spec, owners); drawMarkers(u, spec); }],
       setCursor: [function (u) { parts.readout.textContent = stripReadout(spec, u); }]
@@ -537,10 +581,17 @@
     }
     return {
       update: function (next) {
+        if (state.refresh && (next.type || "timeseries") === (spec.type || "timeseries") &&
+            state.refresh(next)) {
+          spec = next;
+          return;
+        }
         if (state.plot) state.plot.destroy();
         spec = next;
+        kind = KINDS[next.type || "timeseries"];
         state = kind(root, next);
       },
+      uplot: function () { return state.plot; },
       destroy: function () {
         if (observer) observer.disconnect();
         if (state.plot) state.plot.destroy();
