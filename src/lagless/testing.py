@@ -54,7 +54,7 @@ class TestKafka:
 
     def topic(self, partitions: int = 1, prefix: str = "test") -> str:
         """Create a fresh topic; its name."""
-        from lagless.kafka.admin import create_topic
+        from lagless.kafka.compat import create_topic
 
         name = f"{prefix}-{uuid.uuid4().hex[:10]}"
         create_topic(self.conf, name, partitions)

@@ -24,11 +24,10 @@ SCENARIO_KEYS = {
 }  # fmt: skip
 
 
-
-def lab(bootstrap: str, out: Path, scenarios: str) -> dict[str, object]:
+def lab(bootstrap: str, out: Path, scenarios: str, *extra: str) -> dict[str, object]:
     result = run_cli(
         "-b", bootstrap, "lab", "rebalance", "--scenarios", scenarios, *TINY, "--out", str(out),
-        timeout=400,
+        *extra, timeout=400,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
@@ -83,3 +82,36 @@ def test_kip848_and_static_membership_on_the_mock_cluster(
     # other member, so the rebalance is as short as the restart
     assert static["settings"]["static_membership"] is True
     assert static["max_unconsumed_s"] < 10, static
+
+
+def test_two_services_on_the_mock_cluster(mock_bootstrap: str, tmp_path: Path) -> None:
+    """Service #1 (rolled) enriches into topic #2; service #2 (not rolled) is where end to end
+    is measured, from the producer's timestamp across both hops."""
+    doc = lab(
+        mock_bootstrap, tmp_path, "kip848", "--topology", "article", "--partitions", "6",
+        "--instances2", "2", "--partitions2", "8", "--work2-ms", "2",
+    )  # fmt: skip
+    assert doc["config"]["topology"] == "article"  # type: ignore[index]
+    (row,) = doc["scenarios"]  # type: ignore[misc]
+    check_measured(row)
+    assert row["topology"] == "article"
+    first, second = row["services"]
+    assert (first["service"], first["role"]) == ("service-1", "rolled")
+    assert (second["service"], second["partitions"], second["work_ms"]) == ("service-2", 8, 2.0)
+    assert first["topic"] == row["topic"] and second["topic"] != row["topic"]
+    for service in (first, second):
+        assert service["lost"] == 0, service  # every acknowledged id ran at both services
+        assert service["processed"] >= service["produced"] == row["produced"]
+        assert isinstance(service["max_position_lag_records"], int)
+    # today's keys are the rolled service's; e2e is the last service's, with its average
+    assert row["rebalance_s"] == first["rebalance_s"] and row["rebalances"] >= 2
+    assert row["max_lag_records"] == first["max_lag_records"]
+    assert row["e2e_ms"] == second["e2e_ms"] and row["e2e_rollout_ms"] == second["e2e_rollout_ms"]
+    assert second["rebalances"] == 0  # service #2 is not rolled
+    e2e = row["e2e_ms"]
+    assert e2e["avg"] is not None and e2e["p50"] <= e2e["max"]
+    assert row["e2e_rollout_ms"]["avg"] is not None
+    assert row["cpu"] is None or row["cpu"]["cores"] >= 1
+    assert [r["scenario"] for r in doc["ablation"]] == ["kip848"]  # type: ignore[index]
+    events = tmp_path / "kip848" / "service-2" / "s0-g0" / "events.jsonl"
+    assert events.exists() and "assigned" in events.read_text()

@@ -28,6 +28,7 @@ from lagless.lab.model import (
     TriggerKind,
 )
 from lagless.lab.ownership import coverage, longest_gap, overlaps, ownerships
+from lagless.lab.positions import parse_position_lag
 from tests.unit.lab_timelines import (
     WINDOWS,
     cooperative_surge,
@@ -257,11 +258,11 @@ def test_lag_maxima_are_taken_inside_the_window() -> None:
 
 
 def test_percentiles_are_exact_nearest_rank() -> None:
-    assert percentiles(float(v) for v in range(100, 0, -1)) == Percentiles(50.0, 99.0, 100.0)
+    assert percentiles(float(v) for v in range(100, 0, -1)) == Percentiles(50.0, 99.0, 100.0, 50.5)
     assert percentiles([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]) == Percentiles(
-        5.0, 10.0, 10.0
+        5.0, 10.0, 10.0, 5.5
     )
-    assert percentiles([7.0]) == Percentiles(7.0, 7.0, 7.0)
+    assert percentiles([7.0]) == Percentiles(7.0, 7.0, 7.0, 7.0)
     assert percentiles([]) == Percentiles()
 
 
@@ -282,8 +283,8 @@ def test_e2e_over_the_window_and_inside_rollouts() -> None:
         done(70.0, 30.0),
     ]
     m = measure(data)
-    assert m.e2e_ms == Percentiles(30.0, 300.0, 300.0)
-    assert m.e2e_rollout_ms == Percentiles(200.0, 300.0, 300.0)
+    assert m.e2e_ms == Percentiles(30.0, 300.0, 300.0, 112.0)  # avg of 10, 20, 300, 200, 30
+    assert m.e2e_rollout_ms == Percentiles(200.0, 300.0, 300.0, 250.0)
 
 
 def test_e2e_p99_series_per_second_bucket_with_gaps() -> None:
@@ -345,3 +346,31 @@ def test_improvement_is_baseline_over_scenario() -> None:
     assert best[2] == pytest.approx(40000 / 150)
     assert improvement(reports, baseline="absent").rows == ()
     assert improvement(reports[:1]).best is None
+
+
+def test_position_lag_is_the_max_of_the_sums_inside_the_window() -> None:
+    data = eager_stop_the_world()
+    data.lag = [
+        LagSample(5.0, 9999, 99.0, position_lag_records=5000),  # before warm-up: ignored
+        LagSample(30.0, 900, 1.0, position_lag_records=120),
+        LagSample(41.0, 950, 1.2, position_lag_records=None),  # not read at that moment
+        LagSample(50.0, 800, 0.9, position_lag_records=40),
+    ]
+    m = measure(data)
+    assert m.max_position_lag_records == 120
+    assert m.max_lag_records == 950  # committed lag: a separate figure
+    data.lag = [LagSample(30.0, 900, None)]  # never read (and no timestamps)
+    m = measure(data)
+    assert m.max_position_lag_records is None and m.max_lag_s is None
+
+
+def test_position_lag_gauges_are_read_per_partition_of_the_topic() -> None:
+    text = (
+        "# HELP lagless_position_lag_records log end - consumer position\n"
+        'lagless_position_lag_records{group="g",topic="t",partition="0"} 3.0\n'
+        'lagless_position_lag_records{group="g",topic="t",partition="7"} 0.0\n'
+        'lagless_position_lag_records{group="g",topic="other",partition="1"} 99.0\n'
+        'lagless_lag_records{group="g",topic="t",partition="1"} 500.0\n'
+    )
+    assert parse_position_lag(text, "t") == {0: 3, 7: 0}
+    assert parse_position_lag("", "t") == {}

@@ -15,9 +15,11 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TypeVar
 
 from lagless.errors import BrokerError
 
@@ -119,6 +121,31 @@ def free_port(host: str = DEFAULT_HOST) -> int:
         return port
 
 
+S = TypeVar("S")
+
+
+def read_state_file(path: Path, kind: Callable[..., S], what: str) -> S | None:
+    """The state a background broker left in ``path`` (None if none); BrokerError if corrupt."""
+    try:
+        return kind(**json.loads(path.read_text()))
+    except FileNotFoundError:
+        return None
+    except (ValueError, TypeError) as exc:
+        raise BrokerError(f"{what} state {path} is corrupt ({exc}): remove it") from None
+
+
+def terminate(pid: int, timeout: float = 10.0) -> None:
+    """SIGTERM ``pid``, then SIGKILL if it is still alive after ``timeout`` seconds."""
+    if not pid_alive(pid):
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if pid_alive(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
 class EmbeddedBroker:
     """The embedded broker whose state lives in ``state_dir``."""
 
@@ -130,14 +157,7 @@ class EmbeddedBroker:
         return self.state_dir / STATE_FILE
 
     def read_state(self) -> BrokerState | None:
-        try:
-            return BrokerState(**json.loads(self.state_path.read_text()))
-        except FileNotFoundError:
-            return None
-        except (ValueError, TypeError) as exc:
-            raise BrokerError(
-                f"broker state {self.state_path} is corrupt ({exc}): remove it"
-            ) from None
+        return read_state_file(self.state_path, BrokerState, "broker")
 
     def status(self) -> BrokerState | None:
         """The running broker, None if none was started; BrokerError if it died."""
@@ -216,13 +236,7 @@ class EmbeddedBroker:
         state = self.read_state()
         if state is None:
             return None
-        if pid_alive(state.pid):
-            os.kill(state.pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while pid_alive(state.pid) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if pid_alive(state.pid):
-                os.kill(state.pid, signal.SIGKILL)
+        terminate(state.pid, timeout)
         self.state_path.unlink(missing_ok=True)
         log.info("embedded broker at %s stopped", state.bootstrap)
         return state

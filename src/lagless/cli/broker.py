@@ -1,4 +1,5 @@
-"""`lagless broker start|stop|status`: the embedded broker."""
+"""`lagless broker start|stop|status`: the embedded broker (Tansu), or with ``--kind mock``
+librdkafka's mock cluster (a test cluster, not a production broker: lagless.broker.mock)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,33 @@ from typing import Annotated
 import typer
 
 from lagless.broker.embedded import DEFAULT_PORT, EmbeddedBroker
+from lagless.broker.mock import MOCK_NAME, MockBroker, MockSettings, MockState
 from lagless.cli.common import options, out_console, print_json
+from lagless.errors import ConfigError
 
 app = typer.Typer(help="Run the embedded Kafka-compatible broker (Tansu).", no_args_is_help=True)
 
 
+KINDS = ("tansu", "mock")
+Kind = Annotated[str, typer.Option(help="tansu (the embedded broker) or mock (librdkafka's)")]
+
+
 def _broker(ctx: typer.Context) -> EmbeddedBroker:
     return EmbeddedBroker(options(ctx).state_dir)
+
+
+def _mock(ctx: typer.Context, kind: str) -> MockBroker | None:
+    """The mock cluster's holder for ``--kind mock``, None for tansu; ConfigError otherwise."""
+    if kind not in KINDS:
+        raise ConfigError(f"--kind {kind!r}: choose {' or '.join(KINDS)}")
+    return MockBroker(options(ctx).state_dir) if kind == "mock" else None
+
+
+def _mock_json(state: MockState | None) -> dict[str, object]:
+    if state is None:
+        return {"running": False, "kind": "mock"}
+    return {"running": True, "kind": "mock", "name": MOCK_NAME, "bootstrap": state.bootstrap,
+            "pid": state.pid, "brokers": state.brokers, "log": state.log_path}  # fmt: skip
 
 
 @app.command()
@@ -23,8 +44,26 @@ def start(
     storage: Annotated[
         str, typer.Option(help="'memory' (default) or an s3:// URL (AWS_* variables apply)")
     ] = "memory",
+    kind: Kind = "tansu",
+    brokers: Annotated[int, typer.Option(min=1, max=9, help="mock: brokers")] = 1,
+    rtt_ms: Annotated[int, typer.Option(min=0, help="mock: each broker's round trip, ms")] = 0,
+    consumer_session_ms: Annotated[
+        int | None, typer.Option(min=1, help="mock: KIP-848 group.consumer.session.timeout.ms")
+    ] = None,
+    consumer_heartbeat_ms: Annotated[
+        int | None, typer.Option(min=1, help="mock: KIP-848 group.consumer.heartbeat.interval.ms")
+    ] = None,
+    rebalance_delay_ms: Annotated[
+        int | None, typer.Option(min=0, help="mock: classic group.initial.rebalance.delay.ms")
+    ] = None,
 ) -> None:
     """Start the broker in the background (no-op if it already runs)."""
+    mock = _mock(ctx, kind)
+    if mock is not None:
+        held = mock.start(MockSettings(brokers, rtt_ms, consumer_session_ms,
+                                       consumer_heartbeat_ms, rebalance_delay_ms))  # fmt: skip
+        out_console.print(f"{MOCK_NAME} running at {held.bootstrap} (pid {held.pid})")
+        return
     state = _broker(ctx).start(port=port, storage=storage)
     out_console.print(
         f"broker running at {state.bootstrap} (pid {state.pid}, log {state.log_path})"
@@ -37,10 +76,15 @@ def stop(
     purge: Annotated[
         bool, typer.Option("--purge", help="also delete the state directory's files (the log)")
     ] = False,
+    kind: Kind = "tansu",
 ) -> None:
     """Stop the broker (SIGTERM, SIGKILL after 10 s). It keeps its state directory (the log:
     --purge deletes it); a memory broker's topics and records end with it, an s3:// one's stay
     in the bucket."""
+    mock = _mock(ctx, kind)
+    if mock is not None:
+        out_console.print("mock cluster stopped" if mock.stop() else "mock cluster was not running")
+        return
     broker = _broker(ctx)
     state = broker.stop()
     out_console.print("broker stopped" if state else "broker was not running")
@@ -53,8 +97,19 @@ def stop(
 def status(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
+    kind: Kind = "tansu",
 ) -> None:
     """Print the bootstrap address, or say it is not running (exit 1 if dead)."""
+    mock = _mock(ctx, kind)
+    if mock is not None:
+        held = mock.status()
+        if as_json:
+            print_json(_mock_json(held))
+        elif held is None:
+            out_console.print("mock cluster is not running")
+        else:
+            print(held.bootstrap)
+        return
     state = _broker(ctx).status()
     if as_json:
         print_json(

@@ -22,16 +22,18 @@ from lagless.cli.common import err_console, interactive, kafka_conf, out_console
 from lagless.deploy.reader import read_rollout
 from lagless.errors import ConfigError, LaglessError
 from lagless.kafka.cluster import describe_cluster
+from lagless.lab.ablation import ablation_table
+from lagless.lab.config import profile as lab_profile
 from lagless.lab.measures import Improvements, improvement
 from lagless.lab.model import ScenarioData, ScenarioReport
 from lagless.lab.page import render_page
-from lagless.lab.runner import LabConfig, ScenarioRun, ShowFn, Status
+from lagless.lab.runner import ScenarioRun, ShowFn, Status
 from lagless.lab.scenarios import DEFAULT_SCENARIOS, Scenario, parse_scenarios
 
 app = typer.Typer(help="Experiments on a live cluster.", no_args_is_help=True)
 
 BEST_KEYS = ("scenario", "figure", "ratio")
-TABLE_WIDTH = 132  # the table is not wrapped into 80 columns when piped
+TABLE_WIDTH = 170  # the table is not wrapped into 80 columns when piped
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -43,23 +45,28 @@ def table(broker: str, reports: list[ScenarioReport]) -> Table:
     out = Table(title=f"rebalance lab on {broker}", title_justify="left")
     for name in (
         "scenario", "rebalances", "rebalance s\navg / max", "max\nunconsumed s",
-        "max lag\nrecords", "max lag\ns", "e2e ms\np50 / p99 / max", "lost", "dup", "overlaps",
+        "max position\nlag records", "max committed\nlag records", "max lag\ns",
+        "e2e ms\navg / p50 / p99 / max", "e2e ms avg\nin rollouts", "lost", "dup", "overlaps",
     ):  # fmt: skip
         out.add_column(name, justify="left" if name == "scenario" else "right")
     for r in reports:
         m = r.measures
         name = r.scenario if r.failed is None else f"{r.scenario} (FAILED)"
-        if m is None:
-            out.add_row(name, *["-"] * 9)
+        last = r.last
+        if m is None or last is None:
+            out.add_row(name, *["-"] * 11)
             continue
+        e2e = last.e2e_ms
         out.add_row(
             name,
             str(m.rebalances),
             f"{_fmt(m.rebalance_s.avg)} / {_fmt(m.rebalance_s.max)}",
             _fmt(m.max_unconsumed_s),
+            "-" if m.max_position_lag_records is None else str(m.max_position_lag_records),
             str(m.max_lag_records),
             _fmt(m.max_lag_s),
-            f"{_fmt(m.e2e_ms.p50, 0)} / {_fmt(m.e2e_ms.p99, 0)} / {_fmt(m.e2e_ms.max, 0)}",
+            f"{_fmt(e2e.avg, 0)} / {_fmt(e2e.p50, 0)} / {_fmt(e2e.p99, 0)} / {_fmt(e2e.max, 0)}",
+            _fmt(last.e2e_rollout_ms.avg, 0),
             str(m.lost),
             str(m.duplicated),
             str(m.ownership_overlaps),
@@ -70,6 +77,16 @@ def table(broker: str, reports: list[ScenarioReport]) -> Table:
 def notes(reports: list[ScenarioReport], best: Improvements) -> list[str]:
     lines = [f"{r.scenario}: FAILED: {r.failed}" for r in reports if r.failed]
     lines += [f"{r.scenario}: {r.note}" for r in reports if r.note]
+    lines += [f"{r.scenario}: {cpu_line(r.cpu)}" for r in reports if r.cpu]
+    lines += [
+        f"{r.scenario}: {s.spec['service']} ({s.spec['role']}): max position lag "
+        f"{s.measures.max_position_lag_records}, max committed lag {s.measures.max_lag_records}, "
+        f"lost {s.measures.lost}"
+        for r in reports
+        if len(r.services) > 1
+        for s in r.services[1:]
+        if s.measures is not None
+    ]
     found = best_json(best)
     if found is not None:
         lines.append(
@@ -77,6 +94,13 @@ def notes(reports: list[ScenarioReport], best: Improvements) -> list[str]:
             f"({found['figure']}, {found['scenario']})"
         )
     return lines
+
+
+def cpu_line(cpu: dict[str, Any]) -> str:
+    return (
+        f"CPU over the rollouts: the host busy {cpu['host_busy_cores']} of {cpu['cores']} cores "
+        f"(the lab {cpu['lab_cores']}), headroom {cpu['headroom_cores']}"
+    )
 
 
 @contextlib.contextmanager
@@ -124,16 +148,45 @@ def rebalance(
     scenarios: Annotated[
         str, typer.Option(help=f"comma-separated, from: {', '.join(DEFAULT_SCENARIOS)}")
     ] = ",".join(DEFAULT_SCENARIOS),
-    instances: Annotated[int, typer.Option(help="instances of the service (N)")] = 3,
-    partitions: Annotated[int, typer.Option(help="partitions of each fresh topic (P)")] = 12,
-    rate: Annotated[float, typer.Option(help="records per second produced (R)")] = 1000.0,
-    work_ms: Annotated[int, typer.Option(help="milliseconds of work per record (W)")] = 1,
-    warmup: Annotated[float, typer.Option(help="seconds of steady state before rolling")] = 15.0,
-    rollouts: Annotated[int, typer.Option(help="rollouts (each restarts every instance)")] = 1,
+    profile: Annotated[
+        str,
+        typer.Option(
+            help="default, or article: two services, 48/64 partitions, 3,600 records/s, "
+            "4 rollouts (its values apply where no option is given)"
+        ),
+    ] = "default",
+    article_time: Annotated[
+        bool, typer.Option("--article-time", help="--profile article over the article's 30 min")
+    ] = False,
+    topology: Annotated[
+        str | None, typer.Option(help="single (one service) or article (two; service #1 rolled)")
+    ] = None,
+    instances: Annotated[
+        int | None, typer.Option(help="instances of the rolled service [3]")
+    ] = None,
+    partitions: Annotated[int | None, typer.Option(help="partitions of its topic [12]")] = None,
+    rate: Annotated[float | None, typer.Option(help="records per second produced [1000]")] = None,
+    work_ms: Annotated[int | None, typer.Option(help="ms of work per record [1]")] = None,
+    instances2: Annotated[
+        int | None, typer.Option(help="article topology: service #2's instances [4]")
+    ] = None,
+    partitions2: Annotated[
+        int | None, typer.Option(help="article topology: topic #2's partitions [64]")
+    ] = None,
+    work2_ms: Annotated[
+        float | None, typer.Option(help="article topology: service #2's ms of work [3.5]")
+    ] = None,
+    warmup: Annotated[float | None, typer.Option(help="seconds of steady state [15]")] = None,
+    rollouts: Annotated[
+        int | None, typer.Option(help="rollouts, each restarts every instance [1]")
+    ] = None,
+    window: Annotated[
+        float | None, typer.Option(help="seconds the rollouts are spaced over (0: back to back)")
+    ] = None,
     min_ready: Annotated[
-        float,
-        typer.Option(help="seconds a new instance must stay ready to count (minReadySeconds)"),
-    ] = 5.0,
+        float | None,
+        typer.Option(help="seconds a new instance must stay ready to count (minReadySeconds) [5]"),
+    ] = None,
     max_surge: Annotated[
         int | None, typer.Option(help="override every scenario's maxSurge")
     ] = None,
@@ -164,9 +217,11 @@ def rebalance(
         chosen, taken = from_manifest(ctx, deployment, knobs)
         for line in taken:
             common.note(line)
-    config = LabConfig(
-        partitions=partitions, rate=rate, work_ms=work_ms, warmup_s=warmup, rollouts=rollouts,
-        keep_topics=keep_topics, **knobs,
+    config = lab_profile(
+        profile, article_time, topology=topology, partitions=partitions, rate=rate,
+        work_ms=work_ms, instances2=instances2, partitions2=partitions2, work2_ms=work2_ms,
+        warmup_s=warmup, rollouts=rollouts, window_s=window, keep_topics=keep_topics or None,
+        **knobs,
     )  # fmt: skip
     directory = out or Path("out") / "lab" / time.strftime("%Y%m%d-%H%M%S")
     writable(directory)
@@ -192,8 +247,10 @@ def rebalance(
     if as_json:
         doc: dict[str, Any] = {
             "broker": cluster.to_json(),
+            "config": config.to_json(),
             "scenarios": [r.to_json() for r in reports],
             "best_improvement": best_json(best),
+            "ablation": [row.to_json() for row in ablation_table(reports)],
             "report": str(page),
             "problems": problems,
         }

@@ -22,8 +22,9 @@ from lagless.cli.common import (
     print_json,
 )
 from lagless.errors import ConfigError
-from lagless.kafka.admin import create_topic, list_topics
+from lagless.kafka.admin import list_topics
 from lagless.kafka.cluster import describe_cluster
+from lagless.kafka.compat import create_topic
 from lagless.produce.lines import LineFormat, LinesResult, produce_lines, read_aside
 from lagless.produce.producer import ProduceResult, check_load_args, run_load
 from lagless.produce.profiles import Profile

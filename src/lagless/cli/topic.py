@@ -17,12 +17,11 @@ from lagless.cli.common import (
 )
 from lagless.errors import ConfigError
 from lagless.kafka.admin import (
-    create_topic,
-    delete_topic,
     list_topics,
     topic_configs,
     topic_layout,
 )
+from lagless.kafka.compat import create_topic, delete_topic
 from lagless.kafka.offsets import topic_ranges
 
 app = typer.Typer(help="Create, list, describe and delete topics.", no_args_is_help=True)

@@ -84,7 +84,9 @@ def create_topic(
     exist_ok: bool = False,
     timeout: float = 15.0,
 ) -> bool:
-    """Create ``name``; False if it existed and ``exist_ok``. ClusterError otherwise."""
+    """Create ``name`` through the admin API (CreateTopics); False if it existed and
+    ``exist_ok``. ClusterError otherwise. On any kind of cluster (the mock too):
+    :func:`lagless.kafka.compat.create_topic`."""
     if partitions < 1:
         raise ConfigError("--partitions must be at least 1")
     topic = NewTopic(name, partitions, replication, config=dict(config or {}))

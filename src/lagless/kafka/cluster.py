@@ -52,13 +52,17 @@ class ClusterInfo:
 
     @property
     def is_mock(self) -> bool:
-        """librdkafka's mock cluster (no admin API; topics auto-created)."""
+        """librdkafka's mock cluster (a test cluster; topics through its C API, else
+        auto-created)."""
         return self.kind is Kind.MOCK
 
     @property
     def name(self) -> str:
         version = f" {self.version}" if self.version else ""
-        return f"{self.product}{version} (cluster id {self.cluster_id}, {self.brokers} brokers)"
+        kind = ", a test cluster, not a production broker" if self.is_mock else ""
+        return (
+            f"{self.product}{version} (cluster id {self.cluster_id}, {self.brokers} brokers{kind})"
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -13,8 +13,9 @@ request). Kinds known:
   with its write time at batch granularity and 0 past the last write (offsets by time are
   searched in the records instead, :mod:`lagless.kafka.seek`); no ``CreatePartitions``;
 - ``MOCK``: librdkafka's mock cluster (cluster id ``mockCluster…``): no admin API over the
-  protocol (topics auto-created with 4 partitions; a topic creator can be plugged in, see
-  below); ``ListOffsets`` by timestamp answers -1.
+  protocol (topics auto-created with 4 partitions); the mock held by ``lagless broker start
+  --kind mock`` creates and deletes topics of any size through its C API
+  (:mod:`lagless.broker.mockcontrol`), plugged in below; ``ListOffsets`` by timestamp answers -1.
 
 Deviations the engine handles the same way on every broker (so they need no switch), named
 here so that a reader of the core path finds why it is so:
@@ -125,7 +126,25 @@ def deviations_of(client: MetadataClient, timeout: float = 10.0) -> Deviations:
 TopicCreator = Callable[
     [Mapping[str, Any], str, int, int, Mapping[str, str] | None, bool, float], bool
 ]
-_CREATORS: dict[Kind, TopicCreator] = {}
+
+
+def _on_mock(
+    conf: Mapping[str, Any], name: str, partitions: int, replication: int,
+    config: Mapping[str, str] | None, exist_ok: bool, timeout: float,
+) -> bool:  # fmt: skip
+    """The mock cluster's creator: its C API, through the process that holds it."""
+    del replication, timeout  # one replica per broker as the mock keeps them; no wait
+    from lagless.broker.mockcontrol import mock_control
+
+    if config:
+        raise ConfigError(f"topic configs {sorted(config)}: the mock cluster keeps none")
+    control = mock_control(conf)
+    if control is None:
+        return _no_admin(conf, name, partitions)
+    return control.create_topic(name, partitions, exist_ok=exist_ok)
+
+
+_CREATORS: dict[Kind, TopicCreator] = {Kind.MOCK: _on_mock}
 
 
 def register_topic_creator(kind: Kind, creator: TopicCreator) -> None:
@@ -151,7 +170,8 @@ def _no_admin(conf: Mapping[str, Any], name: str, partitions: int, *rest: Any) -
     del conf, rest
     raise ConfigError(
         f"cannot create topic {name!r} ({partitions} partitions): this cluster has no admin API "
-        f"(the mock cluster creates topics on first use with {AUTO_PARTITIONS} partitions)"
+        f"(a mock cluster not held by `lagless broker start --kind mock` creates topics on first "
+        f"use with {AUTO_PARTITIONS} partitions)"
     )
 
 
@@ -168,6 +188,8 @@ def create_topic(
     topics (``kind`` None: asked of the cluster, one metadata request); ``options``:
     ``config``, ``exist_ok``, ``timeout`` as for :func:`lagless.kafka.admin.create_topic`.
     False if it existed and ``exist_ok``; ClusterError/ConfigError otherwise."""
+    if partitions < 1:
+        raise ConfigError("--partitions must be at least 1")
     timeout = float(options.get("timeout", 15.0))
     if kind is None:
         kind = deviations_of(make_admin(conf), timeout).kind
@@ -176,3 +198,23 @@ def create_topic(
         conf, name, partitions, replication, options.get("config"),
         bool(options.get("exist_ok", False)), timeout,
     )  # fmt: skip
+
+
+def delete_topic(
+    conf: Mapping[str, Any], name: str, *, kind: Kind | None = None, timeout: float = 15.0
+) -> None:
+    """Delete topic ``name`` the way the cluster ``conf`` reaches deletes topics (the admin
+    API; the mock held by ``lagless broker start --kind mock``: its C API)."""
+    if kind is None:
+        kind = deviations_of(make_admin(conf), timeout).kind
+    if kind is Kind.MOCK:
+        from lagless.broker.mockcontrol import mock_control
+
+        control = mock_control(conf)
+        if control is None:
+            raise ConfigError(f"cannot delete topic {name!r}: this mock cluster has no admin API")
+        control.delete_topic(name)
+        return
+    from lagless.kafka.admin import delete_topic as by_admin
+
+    by_admin(conf, name, timeout)

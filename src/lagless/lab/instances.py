@@ -18,6 +18,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,7 @@ class Instance:
     def name(self) -> str:
         return f"s{self.slot}-g{self.gen}"
 
-    def start(self, bootstrap: str, args: list[str]) -> None:
+    def start(self, bootstrap: str, args: list[str], env: Mapping[str, str] | None = None) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         command = [
             *lagless_command(), "-b", bootstrap, "consume", *args,
@@ -80,14 +81,14 @@ class Instance:
             "--ledger", str(self.directory / LEDGER_FILE), "--metrics-port", str(self.port),
             "--json",
         ]  # fmt: skip
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        environ = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.started_at = time.time()
         with (
             (self.directory / "stdout.json").open("wb") as out,
             (self.directory / "stderr.log").open("wb") as err,
         ):
             self.proc = subprocess.Popen(
-                command, stdout=out, stderr=err, env=env,
+                command, stdout=out, stderr=err, env=environ,
                 preexec_fn=stop_with_parent,  # noqa: PLW1509 (one system call, no locks)
             )  # fmt: skip
 

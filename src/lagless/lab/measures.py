@@ -39,11 +39,20 @@ rollouts.
     (None / None when there are none).
 ``max_lag_records``, ``max_lag_s``
     The maxima of the lag sampler's readings (:class:`lagless.lab.model.LagSample`) stamped in the
-    window (0 when there are none).
+    window (0 when there are none): committed lag (log end - the group's committed offset, summed
+    over the topic), and its age in seconds (None when the lab does not know the timestamps).
+``max_position_lag_records``
+    The maximum over the window of the sampler's position lag: per partition the owner's
+    ``lagless_position_lag_records`` (log end - its consumer's position, set by the instance at
+    every poll, as Kafka's ``records-lag``), a partition owned by nobody counted from its
+    committed offset, summed over the topic (None when not read). This is what the rebalance
+    article's "max lag" chart shows; committed lag also holds what was fetched and not yet
+    committed (about rate x commit interval in a steady state).
 ``e2e_ms``
     End-to-end latency of a handler run = ``done_ms - ts_ms`` (record timestamp to handler done),
     over the runs with outcome ``ok`` or ``dlq`` finished in the window; p50 / p99 / max are exact
-    nearest-rank percentiles (the value at rank ⌈q·n⌉ of the sorted latencies, no interpolation).
+    nearest-rank percentiles (the value at rank ⌈q·n⌉ of the sorted latencies, no interpolation);
+    ``avg`` the arithmetic mean.
     ``e2e_rollout_ms``: the same over runs finished inside a rollout window.
 ``lost``, ``duplicated``, ``processed``, ``produced``
     Over the whole run, records keyed by their id (``partition@offset`` when a record has none):
@@ -66,6 +75,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lagless.lab.model import (
     EventKind,
@@ -248,7 +258,10 @@ def percentiles(values: Iterable[float]) -> Percentiles:
     ordered = sorted(values)
     if not ordered:
         return Percentiles()
-    return Percentiles(nearest_rank(ordered, 0.50), nearest_rank(ordered, 0.99), ordered[-1])
+    return Percentiles(
+        nearest_rank(ordered, 0.50), nearest_rank(ordered, 0.99), ordered[-1],
+        sum(ordered) / len(ordered),
+    )  # fmt: skip
 
 
 def runs(processed: Iterable[Processed]) -> list[Processed]:
@@ -296,7 +309,7 @@ def measure(data: ScenarioData) -> Measures:
         rebalance_s=Stat(sum(times) / len(times), max(times)) if times else Stat(),
         max_unconsumed_s=unconsumed,
         max_lag_records=max((s.lag_records for s in lag), default=0),
-        max_lag_s=max((s.lag_s for s in lag), default=0.0),
+        max_lag_s=_max_or_none([s.lag_s for s in lag], 0.0),
         e2e_ms=percentiles(_done_in(done, [(start, end)])),
         e2e_rollout_ms=percentiles(_done_in(done, [(w.start, w.end) for w in rollouts(data)])),
         lost=lost,
@@ -305,7 +318,17 @@ def measure(data: ScenarioData) -> Measures:
         overlap_s=sum(o.seconds for o in found),
         processed=len(done),
         produced=len(data.produced),
+        max_position_lag_records=_max_or_none([s.position_lag_records for s in lag], None),
     )
+
+
+def _max_or_none(values: Sequence[Any], empty: Any) -> Any:
+    """The largest of the values that are not None; ``empty`` when there are no values; None
+    when every value is None."""
+    if not values:
+        return empty
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
 
 
 # -- series for the page --------------------------------------------------------------------

@@ -34,7 +34,8 @@ LEDGER_FILE = "ledger.tsv"
 
 __all__ = [  # EVENTS_FILE and EventKind are the engine's (lagless.engine.events)
     "EVENTS_FILE", "LEDGER_FILE", "EventKind", "InstanceEvent", "LagSample", "Measures",
-    "Ownership", "Percentiles", "Processed", "Produced", "ScenarioData", "ScenarioReport", "Stat",
+    "Ownership", "Percentiles", "Processed", "Produced", "ScenarioData", "ScenarioReport",
+    "ServiceReport", "Stat",
     "Trigger", "TriggerKind", "Window", "read_events", "read_ledger",
 ]  # fmt: skip
 
@@ -93,15 +94,19 @@ class Produced:
 class LagSample:
     """The group's lag at one moment, read by the lab (not by the instances).
 
-    ``lag_records`` = sum over partitions of (log end - committed offset), log ends from the
-    producer's acknowledged offsets; ``lag_s`` = now - timestamp of the first record not yet
-    committed, the largest over partitions (0 when caught up).
+    ``lag_records`` = sum over partitions of (log end - committed offset) (committed lag);
+    ``lag_s`` = now - timestamp of the first record not yet committed, the largest over
+    partitions (0 when caught up; None where the lab does not know the timestamps);
+    ``position_lag_records`` = sum over partitions of the owner's position lag (log end - its
+    consumer's position), a partition owned by nobody counted from its committed offset (None
+    when not read). See :mod:`lagless.lab.sampler`.
     """
 
     ts: float
     lag_records: int
-    lag_s: float
+    lag_s: float | None
     per_partition: tuple[int, ...] = ()
+    position_lag_records: int | None = None
 
 
 class TriggerKind(StrEnum):
@@ -137,6 +142,7 @@ class Percentiles:
     p50: float | None = None
     p99: float | None = None
     max: float | None = None
+    avg: float | None = None
 
 
 @dataclass(frozen=True)
@@ -147,7 +153,7 @@ class Measures:
     rebalance_s: Stat
     max_unconsumed_s: float
     max_lag_records: int
-    max_lag_s: float
+    max_lag_s: float | None
     e2e_ms: Percentiles
     e2e_rollout_ms: Percentiles
     lost: int
@@ -156,6 +162,7 @@ class Measures:
     overlap_s: float = 0.0
     processed: int = 0
     produced: int = 0
+    max_position_lag_records: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -199,6 +206,7 @@ class ScenarioData:
     lag: list[LagSample] = field(default_factory=list)
     triggers: list[Trigger] = field(default_factory=list)
     windows: list[Window] = field(default_factory=list)
+    downstream: ScenarioData | None = None  # the last service's data (two-service topology)
 
 
 # -- files ----------------------------------------------------------------------------------
@@ -241,6 +249,17 @@ def _read_jsonl(path: Path, parse: Any) -> Iterator[Any]:
 
 
 @dataclass(frozen=True)
+class ServiceReport:
+    """One service of a scenario: what it is (``spec``) and its own measures."""
+
+    spec: dict[str, Any]
+    measures: Measures | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.spec, **(self.measures.to_json() if self.measures is not None else {})}
+
+
+@dataclass(frozen=True)
 class ScenarioReport:
     """One row of the lab's table (and one object of ``--json``'s ``scenarios``)."""
 
@@ -253,6 +272,14 @@ class ScenarioReport:
     measures: Measures | None = None
     committed_to_end: bool | None = None  # the group committed up to the end of its topic
     failed: str | None = None  # why the scenario could not finish (its figures are partial)
+    topology: str = "single"  # or "article": two services, service #1 rolled
+    services: tuple[ServiceReport, ...] = ()  # the rolled service first
+    cpu: dict[str, Any] | None = None  # lagless.lab.cpu over the rollouts
+
+    @property
+    def last(self) -> Measures | None:
+        """The last service's measures (where end to end is measured)."""
+        return self.services[-1].measures if self.services else self.measures
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -268,8 +295,13 @@ class ScenarioReport:
         names = (
             "rebalances", "rebalance_s", "max_unconsumed_s", "max_lag_records", "max_lag_s",
             "e2e_ms", "e2e_rollout_ms", "lost", "duplicated", "ownership_overlaps", "overlap_s",
-            "processed", "produced",
+            "processed", "produced", "max_position_lag_records",
         )  # fmt: skip
         doc = self.measures.to_json() if self.measures is not None else {}
         out.update({name: doc.get(name) for name in names})
+        last = self.last.to_json() if self.last is not None else {}
+        out["e2e_ms"], out["e2e_rollout_ms"] = last.get("e2e_ms"), last.get("e2e_rollout_ms")
+        out["topology"] = self.topology
+        out["services"] = [s.to_json() for s in self.services]
+        out["cpu"] = self.cpu
         return out

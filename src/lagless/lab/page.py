@@ -28,6 +28,7 @@ from lagless.lab.measures import (
 )
 from lagless.lab.model import Measures, Percentiles, ScenarioData, ScenarioReport
 from lagless.lab.ownership import overlaps, ownerships
+from lagless.lab.page_services import extra_sections
 from lagless.lab.runner import OVERLAP_NOTE
 from lagless.lab.strip import Strip, TriggerMark, render_strip
 from lagless.observe.report import STYLE, fmt
@@ -65,7 +66,8 @@ def measure_rows(m: Measures) -> list[tuple[str, str]]:
         ("rebalances", fmt(m.rebalances)),
         ("rebalance time avg / max", _stat(m.rebalance_s.avg, m.rebalance_s.max, " s")),
         ("max unconsumed", fmt(m.max_unconsumed_s, " s")),
-        ("max lag", f"{fmt(m.max_lag_records)} records, {fmt(m.max_lag_s, ' s')}"),
+        ("max position lag", f"{fmt(m.max_position_lag_records)} records"),
+        ("max committed lag", f"{fmt(m.max_lag_records)} records, {fmt(m.max_lag_s, ' s')}"),
         ("e2e p50 / p99 / max", _latency(m.e2e_ms)),
         ("e2e in rollouts p50 / p99 / max", _latency(m.e2e_rollout_ms)),
         ("lost / duplicated", f"{fmt(m.lost)} / {fmt(m.duplicated)}"),
@@ -271,6 +273,7 @@ def render_page(broker: str, items: Sequence[tuple[ScenarioReport, ScenarioData 
     sections = "\n".join(scenario_section(report, data) for report, data in items)
     body = (
         f"<h1>{TITLE}</h1>\n<p class=sub id=broker>Broker: {escape(broker)}</p>\n"
-        f"<h2>Summary</h2>\n{summary_table(reports)}\n{best_line(reports)}\n{sections}\n"
+        f"<h2>Summary</h2>\n{summary_table(reports)}\n{best_line(reports)}\n"
+        f"{extra_sections(items)}\n{sections}\n"
     )
     return assets.page(TITLE, STYLE + EXTRA_STYLE, body)

@@ -19,7 +19,6 @@ over silently.
 from __future__ import annotations
 
 import logging
-import math
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -27,68 +26,32 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lagless.broker.mock import AUTO_PARTITIONS
+from lagless.broker.mockcontrol import mock_control
 from lagless.errors import ConfigError, LaglessError
-from lagless.kafka.admin import create_topic, delete_topic
 from lagless.kafka.cluster import ClusterInfo, supports_kip848
+from lagless.kafka.compat import create_topic, delete_topic
+from lagless.lab.config import LabConfig
+from lagless.lab.cpu import CpuMeter
+from lagless.lab.enrich import BOOTSTRAP_ENV, NEXT_WORK_ENV, OUTPUT_ENV
 from lagless.lab.instances import Instance
 from lagless.lab.load import Load
 from lagless.lab.measures import measure
 from lagless.lab.model import (
-    EventKind,
-    InstanceEvent,
     ScenarioData,
     ScenarioReport,
+    ServiceReport,
     Trigger,
     TriggerKind,
     Window,
 )
 from lagless.lab.rollout import Fleet, check_strategy, plan
-from lagless.lab.sampler import LagSampler
 from lagless.lab.scenarios import Scenario
+from lagless.lab.service import ENRICH_BATCH, ENRICH_HANDLER, Service, ServiceSpec
 
 log = logging.getLogger(__name__)
 
 TICK_S = 0.25
 SETTLE_HOLD_S = 5.0  # the lag must stay at its warm-up level this long to end the cool-down
-
-
-@dataclass(frozen=True)
-class LabConfig:
-    """The lab's knobs (defaults fit a 2-core machine; docs/rebalance-lab.md)."""
-
-    instances: int = 3
-    partitions: int = 12
-    rate: float = 1000.0
-    work_ms: int = 1
-    warmup_s: float = 15.0
-    rollouts: int = 1
-    max_surge: int | None = None  # None: each scenario's own
-    max_unavailable: int | None = None
-    commit_interval_s: float = 0.25
-    min_ready_s: float = 5.0  # a new instance counts once ready this long (minReadySeconds)
-    step_timeout_s: float = 240.0
-    cooldown_max_s: float = 120.0
-    keep_topics: bool = False  # else each scenario's topic is deleted once measured
-
-    def __post_init__(self) -> None:
-        if self.min_ready_s < 0 or not math.isfinite(self.min_ready_s):
-            raise ConfigError("--min-ready must be 0 or more seconds")
-        for name, value in (("--rate", self.rate), ("--warmup", self.warmup_s)):
-            if not math.isfinite(value):
-                raise ConfigError(f"{name} must be a finite number, not {value}")
-        if self.instances < 1:
-            raise ConfigError("--instances must be 1 or more")
-        if self.partitions < self.instances:
-            raise ConfigError("--partitions must be at least --instances (each needs one)")
-        if self.rate <= 0:
-            raise ConfigError("--rate must be positive")
-        if self.work_ms < 0:
-            raise ConfigError("--work-ms must be 0 or more")
-        if self.rollouts < 1:
-            raise ConfigError("--rollouts must be 1 or more")
-        if self.warmup_s < 0:
-            raise ConfigError("--warmup must be 0 or more")
 
 
 @dataclass
@@ -127,24 +90,8 @@ def broker_notes(cluster: ClusterInfo, scenario: Scenario) -> list[str]:
     return notes
 
 
-def consumed_now(events: list[InstanceEvent]) -> set[int]:
-    """The partitions one instance owns and has consumed since their assignment."""
-    owned: set[int] = set()
-    consuming: set[int] = set()
-    for event in events:
-        parts = set(event.partitions)
-        if event.kind is EventKind.ASSIGNED:
-            owned |= parts
-        elif event.kind in (EventKind.REVOKED, EventKind.LOST):
-            owned -= parts
-            consuming -= parts
-        elif event.kind is EventKind.CONSUMING:
-            consuming |= parts & owned
-    return consuming
-
-
 class ScenarioRun:
-    """One scenario, from a fresh topic to its measures."""
+    """One scenario, from fresh topics to its measures."""
 
     def __init__(
         self,
@@ -176,12 +123,49 @@ class ScenarioRun:
             )
         self.mock = cluster.is_mock
         self.partitions = config.partitions
-        self.instances: list[Instance] = []
+        self.services = self._services(run_id)
+        self.rolled = self.services[0]
         self.triggers: list[Trigger] = []
         self.windows: list[Window] = []
         self.notes = broker_notes(cluster, scenario)
+        self.cpu = CpuMeter()
         self._phase = "starting"
         self._ready_cache: dict[str, bool] = {}
+
+    def _services(self, run_id: str) -> list[Service]:
+        config, name = self.config, self.scenario.name
+        first = ServiceSpec("service-1", self.topic, self.group, config.partitions,
+                            config.instances, config.work_ms, rolled=True)  # fmt: skip
+        specs = [first]
+        if config.topology == "article":
+            second = ServiceSpec(
+                "service-2", f"lab-{name}-{run_id}-2", f"lab-{name}-{run_id}-2",
+                config.partitions2, config.instances2, config.work2_ms, rolled=False,
+            )  # fmt: skip
+            specs = [
+                replace(
+                    first, handler=ENRICH_HANDLER, flags=("--batch-size", str(ENRICH_BATCH)),
+                    env={OUTPUT_ENV: second.topic, NEXT_WORK_ENV: str(config.work2_ms),
+                         BOOTSTRAP_ENV: self.cluster.bootstrap},
+                ),
+                second,
+            ]  # fmt: skip
+        return [
+            Service(
+                spec,
+                self.conf,
+                self.cluster.bootstrap,
+                self.scenario,
+                config.commit_interval_s,
+                self.out if spec.rolled else self.out / spec.name,
+            )
+            for spec in specs
+        ]
+
+    @property
+    def instances(self) -> list[Instance]:
+        """The rolled service's instances."""
+        return self.rolled.instances
 
     # -- the report --------------------------------------------------------------------
 
@@ -193,21 +177,21 @@ class ScenarioRun:
             settings=self.scenario.settings(self.surge, self.unavailable),
             supported=supported,
             note=note,
+            topology=self.config.topology,
         )
 
     # -- run ---------------------------------------------------------------------------
 
     def run(self) -> tuple[ScenarioReport, ScenarioData | None]:
         """Run the scenario; its report (``failed`` set if it could not finish) and data."""
-        if self.mock:
-            if self.partitions != AUTO_PARTITIONS:
-                raise ConfigError(
-                    f"the mock cluster has no admin API: topics are auto-created with "
-                    f"{AUTO_PARTITIONS} partitions; run with --partitions {AUTO_PARTITIONS}"
-                )
-        else:
-            create_topic(self.conf, self.topic, self.partitions)
+        if self.mock and mock_control(self.conf) is None:
+            raise ConfigError(
+                "this mock cluster is not held by lagless on this host (no control to create "
+                "topics with): start one with 'lagless broker start --kind mock'"
+            )
         try:
+            for service in self.services:
+                create_topic(self.conf, service.spec.topic, service.spec.partitions)
             return self._run_on_topic()
         finally:
             self._clean_up()
@@ -218,7 +202,7 @@ class ScenarioRun:
         if not self.scenario.classic:
             self.phase("asking the broker for KIP-848")
             try:
-                self._wait(lambda: bool(load.ends()), None, 30, "the topic received no record")
+                self._wait(lambda: bool(load.ends()), 30, "the topic received no record")
                 supported = supports_kip848(self.conf, self.topic)
             except BaseException:
                 load.stop()
@@ -230,53 +214,70 @@ class ScenarioRun:
                     "assignment in 10 s"
                 )
                 return self.report(supported=False, note=reason), None
-        sampler = LagSampler(self.conf, self.topic, self.partitions, self.group, load)
-        sampler.start()
+        self.rolled.start_sampler(load.ends, load.timestamp_ms)
+        for service in self.services[1:]:
+            service.start_sampler(None, None)
         failure: str | None = None
         committed_to_end = False
         try:
-            self._run_service(sampler)
+            self._run_service()
             self.phase("draining: load stopped")
             load.stop()
-            committed_to_end = self._wait_committed_to_end(sampler, load)
+            committed_to_end = self._wait_committed_to_end(load)
         except LaglessError as exc:
             failure = str(exc)
         finally:
             self.phase("stopping the service")
             load.stop()
-            for instance in self.instances:
-                instance.stop()
-            for instance in self.instances:
-                instance.wait(timeout=60)
-            sampler.stop()
-        data = self._collect(load, sampler)
-        notes = list(self.notes)
+            for service in self.services:
+                service.stop_all()
+        return self._report(load, committed_to_end, failure)
+
+    def _report(
+        self, load: Load, committed_to_end: bool, failure: str | None
+    ) -> tuple[ScenarioReport, ScenarioData]:
+        triggers = sorted(self.triggers, key=lambda t: t.ts)
+        run_start = triggers[0].ts if triggers else time.time()
+        run_end, produced = time.time(), load.produced
+        datas = [s.collect(run_start, run_end, produced, triggers if s.spec.rolled else [],
+                           list(self.windows)) for s in self.services]  # fmt: skip
+        measured = [measure(d) for d in datas]
+        notes = list(dict.fromkeys(self.notes))  # a note repeated per rollout is said once
         if load.failed:
             notes.append(f"{load.failed} records failed to produce: {load.first_error}")
+        services = tuple(
+            ServiceReport(s.spec.to_json(), m) for s, m in zip(self.services, measured, strict=True)
+        )
         report = replace(
             self.report(supported=True, note="; ".join(notes) or None),
-            measures=measure(data), committed_to_end=committed_to_end, failed=failure,
+            measures=measured[0], committed_to_end=committed_to_end, failed=failure,
+            services=services, cpu=self.cpu.to_json(),
         )  # fmt: skip
+        data = datas[0]
+        data.downstream = datas[-1] if len(datas) > 1 else None
         return report, data
 
     def _clean_up(self) -> None:
-        """Delete the scenario's topic (its records are measured or the run was cut short),
-        unless asked to keep it."""
-        if self.config.keep_topics or self.mock:
+        """Delete the scenario's topics (their records are measured or the run was cut short),
+        unless asked to keep them."""
+        if self.config.keep_topics:
             return
-        try:
-            delete_topic(self.conf, self.topic)
-        except LaglessError as exc:
-            log.warning("lab: %s", exc)
+        for service in self.services:
+            try:
+                delete_topic(self.conf, service.spec.topic)
+            except LaglessError as exc:
+                log.warning("lab: %s", exc)
 
     def phase(self, text: str) -> None:
         self._phase = text
         log.info("%s: %s", self.scenario.name, text)
-        self.tick(None)
+        self.tick()
 
-    def tick(self, sampler: LagSampler | None) -> None:
+    def tick(self) -> None:
+        self.cpu.sample([i for s in self.services for i in s.instances if i.running])
         if self._show is None:
             return
+        sampler = self.rolled.sampler
         latest = sampler.latest() if sampler is not None else None
         self._show(
             Status(
@@ -285,54 +286,72 @@ class ScenarioRun:
                 lag_records=latest.lag_records if latest else None,
                 lag_s=latest.lag_s if latest else None,
                 instances=[
-                    (i.name, self._ready_cache.get(i.name, False))
-                    for i in self.instances
-                    if i.running and i.stop_sent_at is None
+                    (i.name, self._ready_cache.get(i.name, False)) for i in self.rolled.current()
                 ],
             )
         )
 
-    def _run_service(self, sampler: LagSampler) -> None:
+    def _lags(self) -> list[int | None]:
+        """Each service's committed lag now (None before its first reading)."""
+        latest = [s.sampler.latest() if s.sampler is not None else None for s in self.services]
+        return [None if sample is None else sample.lag_records for sample in latest]
+
+    def _run_service(self) -> None:
         """Start, warm up, roll K times, cool down; LaglessError when an instance fails."""
         config = self.config
-        self.phase(f"starting {config.instances} instances")
-        first = [self._start(slot, rollout=0) for slot in range(config.instances)]
-        start = time.time()
-        self._wait(lambda: all(self._is_ready(i) for i in first) and self._all_consumed(),
-                   sampler, config.step_timeout_s, "the service never became ready")  # fmt: skip
-        log.info("%s: ready after %.1f s", self.scenario.name, time.time() - start)
+        for service in self.services:  # service #2 finds records waiting: it can show ready
+            self.phase(f"starting {service.spec.instances} instances of {service.spec.name}")
+            started = [self._start(service, slot, 0) for slot in range(service.spec.instances)]
+            begun = time.time()
+            self._wait(
+                lambda s=service, first=started: all(self._is_ready(i) for i in first)  # type: ignore[misc]
+                and s.all_consumed(),
+                config.step_timeout_s, f"{service.spec.name} never became ready",
+            )  # fmt: skip
+            log.info("%s: %s ready after %.1f s", self.scenario.name, service.spec.name,
+                     time.time() - begun)  # fmt: skip
         self.phase("catching up after the start")
-        if not self._calm(sampler, self.floor(0)):
+        if not self._calm(self.floor([0] * len(self.services))):
             self.notes.append("the service had not caught up with the load before the warm-up")
         warm_start = time.time()
         self.phase(f"warm-up ({config.warmup_s:.0f} s)")
-        self._sleep(config.warmup_s, sampler)
-        baseline = max([s.lag_records for s in sampler.samples if s.ts >= warm_start] or [0])
+        self._sleep(config.warmup_s)
+        baseline = [
+            max([x.lag_records for x in s.sampler.samples if x.ts >= warm_start] or [0])
+            for s in self.services
+            if s.sampler is not None
+        ]
         self.windows.append(Window("warm-up", warm_start, time.time()))
+        self.cpu.begin()
+        first_rollout = time.time()
         for k in range(1, config.rollouts + 1):
+            due = first_rollout + (k - 1) * config.spacing_s
+            if time.time() < due:
+                self.phase(f"steady until rollout {k} ({due - time.time():.0f} s)")
+                self._sleep(due - time.time())
+            elif k > 1 and config.spacing_s:
+                self.notes.append(f"rollout {k} started {time.time() - due:.0f} s later than "
+                                  f"its spacing ({config.spacing_s:.0f} s): the last one "
+                                  "took longer")  # fmt: skip
             began = time.time()
-            self._rollout(k, sampler)
+            self._rollout(k)
             self.windows.append(Window(f"rollout {k}", began, time.time()))
             self.phase(f"cool-down after rollout {k}")
             cool_start = time.time()
-            self._cool_down(sampler, baseline)
+            self._cool_down(baseline)
+            if k == config.rollouts and config.window_s:  # the window runs its full length
+                self._sleep(first_rollout + config.window_s - time.time())
             self.windows.append(Window("cool-down", cool_start, time.time()))
+        self.cpu.end()
         self._check_instances()
 
-    def _start(self, slot: int, rollout: int) -> Instance:
+    def _start(self, service: Service, slot: int, rollout: int) -> Instance:
         """Start the instance of ``slot`` for ``rollout`` (its generation: 0 before any)."""
-        instance = Instance(slot, rollout, self.out / f"s{slot}-g{rollout}")
-        args = [
-            "--topic", self.topic, "--group", self.group, "--handler", "sleep",
-            "--ordering", "partition", "--max-in-flight", str(self.partitions),
-            "--on-failure", "stop", "--commit-interval", str(self.config.commit_interval_s),
-            "--shutdown-budget", "10", *self.scenario.consume_flags(slot),
-        ]  # fmt: skip
-        instance.start(self.cluster.bootstrap, args)
-        self.instances.append(instance)
-        self.triggers.append(
-            Trigger(instance.started_at, TriggerKind.START, instance.name, rollout)
-        )
+        instance = service.start(slot, rollout)
+        if service.spec.rolled:
+            self.triggers.append(
+                Trigger(instance.started_at, TriggerKind.START, instance.name, rollout)
+            )
         return instance
 
     def _stop(self, instance: Instance, rollout: int) -> None:
@@ -342,9 +361,10 @@ class ScenarioRun:
             Trigger(instance.stop_sent_at, TriggerKind.STOP, instance.name, rollout)
         )
 
-    def _rollout(self, k: int, sampler: LagSampler) -> None:
-        """Replace every current instance once, by the surge / unavailable rules."""
-        old = [i for i in self.instances if i.running and i.stop_sent_at is None]
+    def _rollout(self, k: int) -> None:
+        """Replace every current instance of the rolled service once, by the surge /
+        unavailable rules."""
+        old = self.rolled.current()
         new: list[Instance] = []
         deadline = time.monotonic() + self.config.step_timeout_s
         while True:
@@ -367,7 +387,7 @@ class ScenarioRun:
                 self._stop(victim, k)
             for _ in range(step.start):
                 slot = old[len(new)].slot  # the new instance takes the slot it replaces
-                started = self._start(slot, rollout=k)
+                started = self._start(self.rolled, slot, rollout=k)
                 new.append(started)
                 self.phase(f"rollout {k}: started {started.name}, waiting for it to be ready")
             if time.monotonic() > deadline:
@@ -376,42 +396,57 @@ class ScenarioRun:
                     f"rollout {k} did not complete in {self.config.step_timeout_s:.0f} s per "
                     f"instance: {', '.join(waiting) or 'old instances'} never became ready"
                 )
-            self._sleep(TICK_S, sampler)
+            self._sleep(TICK_S)
 
-    def floor(self, baseline: int) -> int:
-        """The lag of a service that keeps up: its warm-up level, at least what arrives
-        between two commits (plus half a second of work in progress)."""
-        return max(baseline, int(self.config.rate * (self.config.commit_interval_s + 0.5)))
+    def floor(self, baseline: list[int]) -> list[int]:
+        """Per service, the lag of a service that keeps up: its warm-up level, at least what
+        arrives between two commits (plus half a second of work in progress)."""
+        least = int(self.config.rate * (self.config.commit_interval_s + 0.5))
+        return [max(least, b) for b in baseline] or [least]
 
-    def _cool_down(self, sampler: LagSampler, baseline: int) -> None:
+    def _cool_down(self, baseline: list[int]) -> None:
         floor = self.floor(baseline)
-        if not self._calm(sampler, floor):
-            self.notes.append(f"lag not back to its warm-up level ({floor}) after the cool-down")
+        if not self._calm(floor):
+            levels = " / ".join(map(str, floor))
+            self.notes.append(f"lag not back to its warm-up level ({levels}) after the cool-down")
 
-    def _calm(self, sampler: LagSampler, floor: int) -> bool:
-        """Wait until the lag is at most ``floor`` for SETTLE_HOLD_S (at most cooldown_max_s)."""
+    def _calm(self, floor: list[int]) -> bool:
+        """Wait until every service's lag is at most its ``floor`` for SETTLE_HOLD_S (at most
+        cooldown_max_s)."""
         deadline = time.monotonic() + self.config.cooldown_max_s
         calm_since: float | None = None
         while time.monotonic() < deadline:
-            latest = sampler.latest()
-            if latest is not None and latest.lag_records <= floor:
+            lags = self._lags()
+            if all(lag is not None and lag <= f for lag, f in zip(lags, floor, strict=False)):
                 calm_since = calm_since or time.monotonic()
                 if time.monotonic() - calm_since >= SETTLE_HOLD_S:
                     return True
             else:
                 calm_since = None
-            self._sleep(TICK_S, sampler)
+            self._sleep(TICK_S)
         return False
 
-    def _wait_committed_to_end(self, sampler: LagSampler, load: Load, timeout: float = 60) -> bool:
-        ends = load.ends()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            committed = sampler.committed()
-            if all(committed.get(p, 0) >= end for p, end in ends.items()):
-                return True
-            self._sleep(0.5, sampler)
-        return False
+    def _wait_committed_to_end(self, load: Load, stall_s: float = 60) -> bool:
+        """Every service's group committed the end of its topic (service #2's ends read
+        once service #1 is done: it wrote them). A backlog takes as long as it takes: the wait
+        gives up only when a group's commits have not advanced for ``stall_s`` seconds."""
+        for service in self.services:
+            ends = load.ends() if service is self.rolled else self._broker_ends(service)
+            assert service.sampler is not None
+            deadline, seen = time.monotonic() + stall_s, -1
+            while not service.committed_to_end(ends):
+                done = sum(service.sampler.committed().values())
+                if done > seen:
+                    deadline, seen = time.monotonic() + stall_s, done
+                elif time.monotonic() > deadline:
+                    return False
+                self._sleep(0.5)
+        return True
+
+    @staticmethod
+    def _broker_ends(service: Service) -> dict[int, int]:
+        assert service.sampler is not None
+        return service.sampler.ends()
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -421,57 +456,22 @@ class ScenarioRun:
         self._ready_cache[instance.name] = ready
         return ready
 
-    def _all_consumed(self) -> bool:
-        """Every partition has an owner that consumed it since its assignment."""
-        consuming: set[int] = set()
-        for instance in self.instances:
-            if instance.running:
-                consuming |= consumed_now(instance.events())
-        return len(consuming) >= self.partitions
-
-    def _sleep(self, seconds: float, sampler: LagSampler | None) -> None:
+    def _sleep(self, seconds: float) -> None:
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
             time.sleep(min(left, TICK_S))
             self._check_instances()
-            self.tick(sampler)
+            self.tick()
 
     def _check_instances(self) -> None:
         """An instance that exits without being asked to (a crash, kill -9) ends the scenario:
         LaglessError naming it."""
-        for instance in self.instances:
-            if instance.stop_sent_at is None and not instance.running:
-                raise LaglessError(instance.failure() or f"{instance.name} exited on its own")
+        for service in self.services:
+            service.check()
 
-    def _wait(
-        self, done: Callable[[], bool], sampler: LagSampler | None, timeout: float, what: str
-    ) -> None:
+    def _wait(self, done: Callable[[], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
         while not done():
             if time.monotonic() > deadline:
                 raise LaglessError(f"{what} within {timeout:.0f} s")
-            self._sleep(TICK_S, sampler)
-
-    def _collect(self, load: Load, sampler: LagSampler) -> ScenarioData:
-        triggers = sorted(self.triggers, key=lambda t: t.ts)
-        data = ScenarioData(
-            run_start=triggers[0].ts if triggers else time.time(),
-            run_end=time.time(),
-            partitions=self.partitions,
-            produced=load.produced,
-            lag=list(sampler.samples),
-            triggers=triggers,
-            windows=list(self.windows),
-        )
-        for instance in self.instances:
-            events = instance.events()
-            if instance.exited_at is not None and not any(
-                e.kind is EventKind.STOPPED for e in events
-            ):  # died without a word: it owns nothing from its death on
-                events.append(
-                    InstanceEvent(instance.exited_at, instance.name, EventKind.STOPPED, (), False)
-                )
-            data.events.extend(events)
-            data.processed.extend(instance.processed())
-        data.events.sort(key=lambda e: e.ts)
-        return data
+            self._sleep(TICK_S)

@@ -7,6 +7,8 @@ those of the rebalance article's experiment (docs/rebalance-lab.md), plus KIP-84
 |---|---|---|---|---|
 | eager-defaults | classic, range (eager) | 45 s / 3 s | exit without leaving | stop old, then start new (surge 0, unavailable 1) |
 | cooperative-defaults | classic, cooperative-sticky | 45 s / 3 s | exit without leaving | stop old, then start new |
+| short-session | cooperative-sticky | 6 s / 1.5 s | exit without leaving | stop old, then start new |
+| leave-on-close | cooperative-sticky | 6 s / 1.5 s | leave the group | stop old, then start new |
 | mitigated | classic, cooperative-sticky | 6 s / 1.5 s | leave the group | start new first (surge 1, unavailable 0) |
 | static | mitigated + group.instance.id per slot | 20 s / 1.5 s | static: keep the place | stop old, start new with the same id |
 | kip848 | consumer (KIP-848, broker-side uniform) | broker's | leave the group | start new first |
@@ -14,7 +16,9 @@ those of the rebalance article's experiment (docs/rebalance-lab.md), plus KIP-84
 
 The ``*-defaults`` scenarios stop like Kafka Streams does by default: commit, then exit without
 closing the consumer, so the group learns of the departure only when the session expires.
-``static`` must replace an instance in place (a second member with the same group.instance.id
+The first five are the **ablation**: each adds one mitigation to the one before it
+(:data:`ABLATION`, :mod:`lagless.lab.ablation`); the last three replace an instance in place
+or let the broker assign (:data:`ALTERNATIVES`). ``static`` must replace an instance in place (a second member with the same group.instance.id
 would fence the first), so it rolls with surge 0; its session outlasts a restart, so on Apache
 Kafka the returning member gets its partitions back without a rebalance.
 """  # noqa: E501
@@ -86,6 +90,16 @@ SCENARIOS: dict[str, Scenario] = {
             assignor="cooperative-sticky",
         ),
         Scenario(
+            "short-session",
+            "cooperative-sticky, session 6 s, heartbeat 1.5 s, exit without leaving; stop, start",
+            assignor="cooperative-sticky", session_ms=6_000, heartbeat_ms=1_500,
+        ),
+        Scenario(
+            "leave-on-close",
+            "cooperative-sticky, session 6 s, heartbeat 1.5 s, leave on close; stop, then start",
+            assignor="cooperative-sticky", session_ms=6_000, heartbeat_ms=1_500, leave_group=True,
+        ),
+        Scenario(
             "mitigated",
             "cooperative-sticky, session 6 s, heartbeat 1.5 s, leave on close; surge 1",
             assignor="cooperative-sticky", session_ms=6_000, heartbeat_ms=1_500, leave_group=True,
@@ -112,6 +126,13 @@ SCENARIOS: dict[str, Scenario] = {
 }  # fmt: skip
 
 DEFAULT_SCENARIOS = tuple(SCENARIOS)
+
+# One mitigation at a time: each scenario adds one lever to the one before it.
+ABLATION = (
+    "eager-defaults", "cooperative-defaults", "short-session", "leave-on-close", "mitigated",
+)  # fmt: skip
+# What replaces an instance in place, or lets the broker assign: compared with ``mitigated``.
+ALTERNATIVES = ("static", "kip848", "kip848-static")
 
 
 def parse_scenarios(text: str) -> tuple[Scenario, ...]:

@@ -13,6 +13,7 @@ docs/observability.md documents every metric, the timeline, ``lagless lag`` and 
 | lagless_in_flight | gauge | | records dispatched and not finished |
 | lagless_lag_records | gauge | topic, partition | high watermark - first unfinished offset (engine) / - processed end (pipeline) |
 | lagless_lag_seconds | gauge | topic, partition | now - timestamp of the first record not committed yet; 0 when caught up (lagless.observe.lagtime.lag_seconds) |
+| lagless_position_lag_records | gauge | topic, partition | log end (cached high watermark) - the consumer's position (the offset the next poll returns), as Kafka's records-lag; set at every poll that returned records of the partition and twice a second; absent while the partition is not this consumer's |
 | lagless_end_offset | gauge | topic, partition | the partition's end offset (high watermark) as the consumer last saw it: its rise is the input rate |
 | lagless_paused_partitions | gauge | | partitions paused by backpressure now |
 | lagless_pause_events_total | counter | topic, partition | times a partition was paused |
@@ -116,6 +117,9 @@ class Metrics:
         self.in_flight = Gauge("lagless_in_flight", "records in flight", registry=r)
         self.lag_records = Gauge("lagless_lag_records", "lag in records", tp, registry=r)
         self.lag_seconds = Gauge("lagless_lag_seconds", "lag in seconds", tp, registry=r)
+        self.position_lag_records = Gauge(
+            "lagless_position_lag_records", "log end - consumer position", tp, registry=r
+        )
         self.end_offset = Gauge("lagless_end_offset", "partition end offset seen", tp, registry=r)
         self.paused_partitions = Gauge("lagless_paused_partitions", "paused now", registry=r)
         self.pause_events = Counter("lagless_pause_events", "pauses", tp, registry=r)

@@ -82,6 +82,8 @@ class Intake:
                 continue  # not ours (any more): the next owner reads them from the commit
             if not state.consuming:
                 self._first_record(state)
+            marks = self.consumer.get_watermark_offsets(TopicPartition(*state.tp), cached=True)
+            state.metrics.note_position(marks, (run[-1].offset() or 0) + 1)  # position lag
             items = items_of(run)
             if state.backlog.kept:
                 state.backlog.kept.extend(items)  # stay behind the records kept earlier

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ class PartitionMetrics:
         self.lag_records = metrics.lag_records.labels(*labels)
         self.lag_seconds = metrics.lag_seconds.labels(*labels)
         self.oldest_age = metrics.oldest_unfinished_age.labels(*labels)
+        self._position_lag, self._labels = metrics.position_lag_records, labels
         self.e2e: Any = metrics.e2e_latency.labels(topic)
         self.processing: Any = metrics.processing_time.labels(topic)
 
@@ -36,6 +38,14 @@ class PartitionMetrics:
         """The partition left this consumer: its gauges no longer apply."""
         for gauge in (self.lag_records, self.lag_seconds, self.oldest_age):
             gauge.set(0)
+        with contextlib.suppress(KeyError):  # not ours: no position lag (not a zero)
+            self._position_lag.remove(*self._labels)
+
+    def note_position(self, marks: tuple[int, int] | None, position: int) -> None:
+        """Position lag = log end (the cached high watermark ``marks[1]``) - ``position`` (the
+        offset the next poll returns), as Kafka's records-lag."""
+        if marks and marks[1] >= 0 and position >= 0:
+            self._position_lag.labels(*self._labels).set(max(0, marks[1] - position))
 
 
 @dataclass

@@ -131,6 +131,7 @@ class Watch:
         now_ms = time.time() * 1000.0
         for state, pos in zip(states, positions, strict=True):
             marks = consumer.get_watermark_offsets(TopicPartition(*state.tp), cached=True)
+            state.metrics.note_position(marks, pos.offset)
             position = state.tracker.committable
             if position is None and pos.offset >= 0:
                 position = pos.offset

@@ -1,0 +1,56 @@
+"""The engine's position-lag gauge, scraped from a real `lagless consume`: log end - the
+consumer's position per owned partition, what the lab's max_position_lag_records sums."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+
+import pytest
+
+from lagless.broker.embedded import free_port
+from lagless.lab.positions import parse_position_lag, scrape
+from lagless.produce.producer import run_load
+from lagless.produce.workloads import Workload, WorkloadSpec, generate
+from tests.conftest import LAGLESS, Cluster
+
+pytestmark = pytest.mark.integration
+
+RECORDS = 400
+
+
+def test_position_lag_gauge_per_owned_partition(
+    cluster: Cluster, make_topic: Callable[..., str], group: str
+) -> None:
+    topic = make_topic(partitions=3)
+    spec = WorkloadSpec(workload=Workload.JOBS, sleep_ms=(2, 2), seed=1)
+    assert run_load(cluster.conf, topic, generate(spec), count=RECORDS).produced == RECORDS
+    port = free_port()
+    command = [
+        LAGLESS, "consume", "--topic", topic, "--group", group, "--handler", "sleep",
+        "--ordering", "partition", "--on-failure", "skip", "--until-idle", "5",
+        "--session-timeout-ms", "6000", "--heartbeat-ms", "1500", "--metrics-port", str(port),
+    ]  # fmt: skip
+    env = {**os.environ, "LAGLESS_BOOTSTRAP": cluster.bootstrap}
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen: list[dict[int, int]] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            text = scrape(port)
+            if text is not None:
+                found = parse_position_lag(text, topic)
+                if found:
+                    seen.append(found)
+                if len(found) == 3 and not any(found.values()) and len(seen) > 3:
+                    break  # every partition read to its end
+            time.sleep(0.1)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
+    assert seen, "no lagless_position_lag_records series was exposed"
+    assert set(seen[-1]) == {0, 1, 2}, seen[-1]  # one series per owned partition
+    assert seen[-1] == {0: 0, 1: 0, 2: 0}  # read to the end: the position is the log end
+    assert all(0 <= lag <= RECORDS for sample in seen for lag in sample.values())
