@@ -78,18 +78,18 @@ def test_script_in_group_ids_and_records_is_shown_as_text(
 def test_off_loopback_needs_a_token(cluster: Cluster, tmp_path: Path) -> None:
     env = ui_helpers.env_for(tmp_path, cluster.bootstrap)
     result = subprocess.run([LAGLESS, "ui", "--host", "0.0.0.0", "--port", "0"], env=env,
-                            capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+                            capture_output=True, text=True, timeout=180, check=False)  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "lagless: error: --host 0.0.0.0 is not loopback: give a token (--token or "
         "LAGLESS_UI_TOKEN) so the console is not open to anyone who can reach it"
     ]
     short = subprocess.run([LAGLESS, "ui", "--token", "short", "--port", "0"], env=env,
-                           capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+                           capture_output=True, text=True, timeout=180, check=False)  # fmt: skip
     assert short.returncode == 2 and "at least 16 characters" in short.stderr
     by_env = subprocess.run([LAGLESS, "ui", "--host", "0.0.0.0", "--port", "0"],
                             env={**env, "LAGLESS_UI_TOKEN": "short"}, capture_output=True,
-                            text=True, timeout=60, check=False)  # fmt: skip
+                            text=True, timeout=180, check=False)  # fmt: skip
     assert by_env.returncode == 2 and by_env.stderr.strip().splitlines() == [
         "lagless: error: --token must be at least 16 characters"
     ]  # the variable is read, and is no unknown setting

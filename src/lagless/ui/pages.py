@@ -9,7 +9,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from lagless.ui.assets import SCRIPTS, STYLESHEETS, json_for_script
+from lagless.ui.assets import json_for_script, linked
 
 CSS = """
 body{font:14px system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
@@ -46,18 +46,17 @@ def topic_href(topic: str) -> str:
 
 def layout(title: str, body: str, *, csrf: str, interval: float, page: str,
            data: dict[str, Any] | None = None, charts: bool = False) -> str:  # fmt: skip
-    styles = "".join(f'<link rel="stylesheet" href="/static/{n}">' for n in STYLESHEETS)
-    scripts = "".join(f'<script src="/static/{n}"></script>' for n in SCRIPTS) if charts else ""
+    assets = linked("/static/") if charts else ""  # the shared chart code, served
     state = json_for_script({"page": page, "interval": interval, **(data or {})})
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<meta name='csrf-token' content='{e(csrf)}'><title>{e(title)} - lagless ui</title>"
-        f"{styles}<style>{CSS}</style></head><body>"
+        f"<style>{CSS}</style></head><body>"
         "<header><b>lagless ui</b><a href='/'>Overview</a><a href='/lab'>Lab</a>"
         "<a href='/dead-letters'>Dead letters</a><a href='/metrics'>/metrics</a></header>"
         "<div id='cluster' class='up'>cluster: looking…</div>"
         f"<main>{body}</main>"
-        f"<script type='application/json' id='state'>{state}</script>{scripts}"
+        f"<script type='application/json' id='state'>{state}</script>{assets}"
         "<script src='/static/console.js'></script></body></html>"
     )
 

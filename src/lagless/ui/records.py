@@ -9,12 +9,14 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import Message
+from confluent_kafka import KafkaException, Message, TopicPartition
 
 from lagless.cli.tail import fields, text
 from lagless.engine.results.dlq import H_ERROR, H_ERROR_CLASS, H_OFFSET, H_PARTITION, H_TOPIC
 from lagless.errors import LaglessError
-from lagless.kafka.records import header_pairs, timestamp_ms
+from lagless.kafka.clients import make_consumer
+from lagless.kafka.offsets import probe_conf
+from lagless.kafka.records import coordinates, data_only, header_pairs, timestamp_ms
 from lagless.kafka.tail import TailSpec, tail
 from lagless.ui.console import Console
 from lagless.ui.pages import cell, e, table, topic_href
@@ -51,21 +53,42 @@ class DeadLetters:
         self._seen: dict[str, tuple[int, bool]] = {}
 
     def topics(self, console: Console) -> list[str]:
-        out = []
-        for t in console.latest.topics:
-            known = self._seen.get(t.topic)
-            if known is None or known[0] != t.end:
-                is_dlq = False
-                if t.end:
-                    try:
-                        last = read(console.conf, t.topic, 1, len(t.ends))
-                    except LaglessError:
-                        last = []
-                    is_dlq = any(H_ERROR_CLASS in headers_of(m) for m in last)
-                self._seen[t.topic] = (t.end, is_dlq)
-            if self._seen[t.topic][1]:
-                out.append(t.topic)
-        return out
+        todo = {
+            t.topic: t
+            for t in console.latest.topics
+            if (known := self._seen.get(t.topic)) is None or known[0] != t.end
+        }
+        wanted = [(name, p, end - 1) for name, t in todo.items()
+                  for p, end in enumerate(t.ends) if end > 0]  # fmt: skip
+        found = last_records(console.conf, wanted)
+        for name, t in todo.items():
+            self._seen[name] = (t.end, name in found)
+        return [t.topic for t in console.latest.topics if self._seen[t.topic][1]]
+
+
+def last_records(conf: Mapping[str, Any], wanted: list[tuple[str, int, int]],
+                 timeout: float = 5.0) -> set[str]:  # fmt: skip
+    """The topics among ``wanted`` (topic, partition, last offset) whose last record carries
+    the dead-letter headers: one consumer, one fetch of every partition's last record."""
+    if not wanted:
+        return set()
+    consumer = make_consumer(probe_conf(conf))
+    out: set[str] = set()
+    todo = {(t, p) for t, p, _ in wanted}
+    try:
+        consumer.assign([TopicPartition(t, p, o) for t, p, o in wanted])
+        deadline = time.monotonic() + timeout
+        while todo and time.monotonic() < deadline:
+            for msg in data_only(consumer.consume(500, timeout=0.2)):
+                where = coordinates(msg)
+                todo.discard((where.topic, where.partition))
+                if H_ERROR_CLASS in headers_of(msg):
+                    out.add(where.topic)
+    except (KafkaException, LaglessError):
+        pass  # what was read counts; the rest is looked at again when its end moves
+    finally:
+        consumer.close()
+    return out
 
 
 FINDER = DeadLetters()

@@ -52,7 +52,7 @@ class Proc:
         return self.stderr.read_text(errors="replace")
 
 
-def wait_url(proc: Proc, timeout: float = 60.0) -> str:
+def wait_url(proc: Proc, timeout: float = 180.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         text = proc.stdout.read_text() if proc.stdout.exists() else ""
