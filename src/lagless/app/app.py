@@ -39,6 +39,7 @@ from lagless.app.signals import stop_on_signals, unclaimed_signals
 from lagless.config import KafkaSettings, load_settings
 from lagless.connect import resolve
 from lagless.engine import EngineConfig, Progress, RunSummary
+from lagless.engine.status import InstanceStatus
 from lagless.errors import ConfigError
 from lagless.kafka.admin import check_reachable
 from lagless.observe.metrics import Metrics
@@ -48,6 +49,8 @@ log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+OnStart = Callable[[Mapping[str, Metrics], Mapping[str, Callable[[], InstanceStatus]]], object]
+"""Told each handler's metrics and status source once every engine started."""
 _CLI_IMPORT: list[str] = []  # the module ``lagless run`` is importing, while it does
 
 
@@ -211,7 +214,7 @@ class App:
         metrics_port: int | None,
         metrics_host: str | None,
         on_progress: Any = None,
-        on_start: Callable[[Mapping[str, Metrics]], object] | None = None,
+        on_start: OnStart | None = None,
     ) -> Runner:
         with self._claim:  # one run at a time, claimed before the (slow) start
             if self._busy:
@@ -222,7 +225,7 @@ class App:
             host, port = self.metrics_address(metrics_port, metrics_host)
             runner = self._launch(port, host, environment.read(), on_progress)
             if on_start is not None:  # e.g. lagless run --record: sample each handler's metrics
-                on_start(runner.metrics)
+                on_start(runner.metrics, runner.statuses())
         except BaseException:
             self._busy = False
             raise
@@ -272,7 +275,7 @@ class App:
         metrics_port: int | None = None,
         metrics_host: str | None = None,
         on_progress: Callable[[str, Progress], None] | None = None,
-        on_start: Callable[[Mapping[str, Metrics]], object] | None = None,
+        on_start: OnStart | None = None,
     ) -> dict[str, RunSummary]:
         """Run every handler until each one's stop condition or SIGTERM/SIGINT; each handler's
         summary by name. Raises the first handler failure (after stopping the others).
@@ -281,7 +284,8 @@ class App:
         given, ``LAGLESS_METRICS_PORT`` / ``LAGLESS_METRICS_HOST`` then ``App(metrics_port=...,
         metrics_host=...)`` apply (:meth:`metrics_address`).
         ``on_progress(handler, progress)``: each engine's progress, about twice a second;
-        ``on_start(metrics)``: each handler's metrics, once the engines are started."""
+        ``on_start(metrics, statuses)``: each handler's metrics and ``Engine.status``, once the
+        engines are started."""
         runner = self._start(metrics_port, metrics_host, on_progress, on_start)
         event = runner.stop_event
         with stop_on_signals(event.is_set, event.set, runner.hurry):

@@ -21,6 +21,7 @@ from lagless.app.handlers import HandlerSpec, async_engine_handler, engine_handl
 from lagless.app.health import LOCALHOST, AppHealth, serve
 from lagless.app.outputs import OutputProducer
 from lagless.engine import Engine, EngineConfig, Progress, RunSummary
+from lagless.engine.status import InstanceStatus
 from lagless.errors import ConfigError, LaglessError
 from lagless.observe.metrics import Metrics
 
@@ -101,6 +102,10 @@ class Runner:
             raise
         for thread in self._threads:
             thread.start()
+
+    def statuses(self) -> dict[str, Callable[[], InstanceStatus]]:
+        """Each handler's :meth:`lagless.engine.Engine.status` (what ``lagless ui`` shows)."""
+        return {name: engine.status for name, engine in self._engines.items()}
 
     def _progress_of(self, name: str) -> Callable[[Progress], None] | None:
         observer = self._on_progress

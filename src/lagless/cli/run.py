@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,10 +21,12 @@ import typer
 
 from lagless.app import App, environment
 from lagless.app.app import imported_by_cli
+from lagless.broker.embedded import default_state_dir
 from lagless.cli.common import interactive, options, print_json, settings, with_properties
 from lagless.cli.consume_run import EXIT_INTERRUPTED, describe
-from lagless.cli.run_status import RunRecording, announce, run_status
+from lagless.cli.run_status import RunRecording, StatusPublishing, announce, run_status
 from lagless.engine import OnFailure, Ordering
+from lagless.engine.status import InstanceStatus
 from lagless.errors import ConfigError
 from lagless.observe.metrics import Metrics
 
@@ -195,12 +197,20 @@ def run(
     names = [spec.name for spec in configured.specs]
     live = interactive() and not as_json
 
-    def started(handler_metrics: Mapping[str, Metrics]) -> None:
+    def started(
+        handler_metrics: Mapping[str, Metrics], statuses: Mapping[str, Callable[[], InstanceStatus]]
+    ) -> None:
         """Said once every engine started (a start-up failure stays one line)."""
         announce(target, configured, connection, metrics)
         rec.start(handler_metrics)
+        published.start(statuses)  # lagless ui sees the owners
 
-    with run_status(names, live) as status, RunRecording(record, target, configured) as rec:
+    state_dir = opts.state_dir or default_state_dir()
+    with (
+        run_status(names, live) as status,
+        RunRecording(record, target, configured) as rec,
+        StatusPublishing(state_dir, configured, metrics) as published,
+    ):
         summaries = configured.run(metrics[1], metrics[0], on_progress=status, on_start=started)
     if as_json:
         print_json({name: s.to_json() for name, s in summaries.items()})

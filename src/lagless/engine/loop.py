@@ -125,7 +125,7 @@ class Engine:
     def status(self) -> InstanceStatus:
         """A snapshot of this instance: owned partitions (epoch, since when, position, first
         unfinished offset, in flight, paused) and the run's counts. Safe from any thread."""
-        return snapshot(self._consumer, self.owned, self.tally, self.lifecycle)
+        return snapshot(self.owned, self.tally, self.lifecycle)
 
     # -- the loop -------------------------------------------------------------------------
 

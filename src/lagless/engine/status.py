@@ -3,16 +3,15 @@
 :meth:`lagless.engine.Engine.status` composes it from the engine's parts: per owned partition
 its assignment (epoch: unique per assignment here; since when), the consumer's position (the
 offset the next fetch returns), the first unfinished offset (what a commit now stores), the
-records in flight and whether it is paused; and the run's counts. It takes no lock: called
-from another thread it may mix two turns of the loop, each figure being right for one of them.
+records in flight and whether it is paused; and the run's counts. It takes no lock and never
+calls the consumer: called from another thread it may mix two turns of the loop, each figure
+being right for one of them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-
-from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from lagless.engine.lifecycle import Lifecycle
 from lagless.engine.partitions.owned import Owned
@@ -59,19 +58,12 @@ class InstanceStatus:
         }
 
 
-def snapshot(
-    consumer: Consumer | None, owned: Owned, tally: Tally, lifecycle: Lifecycle
-) -> InstanceStatus:
-    """The status now (see the module doc)."""
+def snapshot(owned: Owned, tally: Tally, lifecycle: Lifecycle) -> InstanceStatus:
+    """The status now (see the module doc). It never calls the consumer: a confluent-kafka
+    consumer called from another thread waits for the poll thread's ``consume`` (measured: it
+    can wait for as long as the loop polls), so positions are the ones the poll thread last
+    saw (at each poll of the partition, and by the watch twice a second)."""
     states = sorted(list(owned.states.values()), key=lambda s: s.tp)
-    positions: dict[tuple[str, int], int] = {}
-    if consumer is not None and states:
-        try:
-            for tp in consumer.position([TopicPartition(*s.tp) for s in states]):
-                if tp.offset >= 0:
-                    positions[(tp.topic, tp.partition)] = tp.offset
-        except (KafkaException, RuntimeError):
-            pass  # closed, or not answering: positions unknown
     paused = set(owned.paused)
     return InstanceStatus(
         partitions=tuple(
@@ -80,7 +72,7 @@ def snapshot(
                 partition=s.tp[1],
                 epoch=s.epoch,
                 assigned_at=s.assigned_at,
-                position=positions.get(s.tp),
+                position=s.position,
                 first_unfinished=s.tracker.committable,
                 in_flight=s.in_flight,
                 paused=s.tp in paused,

@@ -82,8 +82,9 @@ class Intake:
                 continue  # not ours (any more): the next owner reads them from the commit
             if not state.consuming:
                 self._first_record(state)
+            state.position = (run[-1].offset() or 0) + 1
             marks = self.consumer.get_watermark_offsets(TopicPartition(*state.tp), cached=True)
-            state.metrics.note_position(marks, (run[-1].offset() or 0) + 1)  # position lag
+            state.metrics.note_position(marks, state.position)  # position lag
             items = items_of(run)
             if state.backlog.kept:
                 state.backlog.kept.extend(items)  # stay behind the records kept earlier

@@ -71,6 +71,7 @@ class PartitionState:
     consuming: bool = False  # a record arrived since the assignment
     carried: bool = False  # starts at an offset the group refused to commit: owed at once
     assigned_at: float = 0.0  # when it was assigned here (wall clock, seconds)
+    position: int | None = None  # the consumer's position as the poll thread last saw it
 
     @property
     def busy(self) -> bool:

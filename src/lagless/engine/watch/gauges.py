@@ -132,6 +132,8 @@ class Watch:
         for state, pos in zip(states, positions, strict=True):
             marks = consumer.get_watermark_offsets(TopicPartition(*state.tp), cached=True)
             state.metrics.note_position(marks, pos.offset)
+            if pos.offset >= 0:
+                state.position = pos.offset  # for status(), read from any thread
             position = state.tracker.committable
             if position is None and pos.offset >= 0:
                 position = pos.offset
