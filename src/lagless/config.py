@@ -89,9 +89,8 @@ OTHER_VARIABLES = frozenset(
 )
 """``LAGLESS_*`` variables that are not :class:`KafkaSettings` fields but still mean something:
 the settings file, the embedded broker's state directory, whether Spark's source runner is
-forked from a warm process (:mod:`lagless.spark.connector.prefork`), and whether Spark tasks read
-Kafka
-through the C reader (:mod:`lagless.spark.connector.native_fetch`)."""
+forked from a warm process (:mod:`lagless.spark.connector.prefork`), and whether Spark tasks
+read Kafka through the C reader (:mod:`lagless.spark.connector.native_fetch`)."""
 
 
 def known_variables() -> frozenset[str]:
