@@ -57,7 +57,7 @@ from lagless.spark.connector.offsets import (
 )
 from lagless.spark.connector.options import Position, SourceOptions
 from lagless.spark.connector.schema import arrow_schema
-from lagless.spark.connector.timestamps import offsets_for_times
+from lagless.kafka.seek import offsets_for_times
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
