@@ -42,6 +42,7 @@ from pyspark.sql.types import StructType
 
 from lagless.errors import ClusterError, ConfigError, LaglessError
 from lagless.kafka.offsets import OffsetProbe, PartitionKey, PartitionRange
+from lagless.kafka.seek import offsets_for_times
 from lagless.spark.connector.offsets import (
     LATEST,
     OffsetJson,
@@ -57,7 +58,6 @@ from lagless.spark.connector.offsets import (
 )
 from lagless.spark.connector.options import Position, SourceOptions
 from lagless.spark.connector.schema import arrow_schema
-from lagless.kafka.seek import offsets_for_times
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
