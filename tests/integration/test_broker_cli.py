@@ -85,3 +85,20 @@ def test_unknown_storage_is_rejected(tmp_path: Path) -> None:
         tmp_path, "start", "--port", str(free_port()), "--storage", "sqlite://x"
     )
     assert rc != 0 and "unknown storage" in err and "Traceback" not in err
+
+
+def test_start_and_stop_say_it_in_json(tmp_path: Path) -> None:
+    port = free_port()
+    rc, out, err = broker_cli(tmp_path, "start", "--port", str(port), "--json")
+    assert rc == 0, err
+    try:
+        doc = json.loads(out)
+        assert doc["running"] is True and doc["bootstrap"] == f"127.0.0.1:{port}"
+        assert doc["pid"] > 0 and Path(doc["log"]).exists()
+    finally:
+        rc, out, err = broker_cli(tmp_path, "stop", "--purge", "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["kind"] == "tansu" and doc["stopped"] is True and doc["removed"]
+    rc, out, _ = broker_cli(tmp_path, "stop", "--json")
+    assert rc == 0 and json.loads(out) == {"kind": "tansu", "stopped": False}

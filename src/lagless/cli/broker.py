@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lagless.broker.embedded import DEFAULT_PORT, EmbeddedBroker
+from lagless.broker.embedded import DEFAULT_PORT, BrokerState, EmbeddedBroker
 from lagless.broker.mock import MOCK_NAME, MockBroker, MockSettings, MockState
 from lagless.cli.common import options, out_console, print_json
 from lagless.errors import ConfigError
@@ -28,6 +28,16 @@ def _mock(ctx: typer.Context, kind: str) -> MockBroker | None:
     if kind not in KINDS:
         raise ConfigError(f"--kind {kind!r}: choose {' or '.join(KINDS)}")
     return MockBroker(options(ctx).state_dir) if kind == "mock" else None
+
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="one JSON object")]
+
+
+def _tansu_json(state: BrokerState | None) -> dict[str, object]:
+    if state is None:
+        return {"running": False}
+    return {"running": True, "bootstrap": state.bootstrap, "pid": state.pid,
+            "storage": state.storage, "log": state.log_path}  # fmt: skip
 
 
 def _mock_json(state: MockState | None) -> dict[str, object]:
@@ -56,18 +66,25 @@ def start(
     rebalance_delay_ms: Annotated[
         int | None, typer.Option(min=0, help="mock: classic group.initial.rebalance.delay.ms")
     ] = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """Start the broker in the background (no-op if it already runs)."""
     mock = _mock(ctx, kind)
     if mock is not None:
         held = mock.start(MockSettings(brokers, rtt_ms, consumer_session_ms,
                                        consumer_heartbeat_ms, rebalance_delay_ms))  # fmt: skip
-        out_console.print(f"{MOCK_NAME} running at {held.bootstrap} (pid {held.pid})")
+        if as_json:
+            print_json(_mock_json(held))
+        else:
+            out_console.print(f"{MOCK_NAME} running at {held.bootstrap} (pid {held.pid})")
         return
     state = _broker(ctx).start(port=port, storage=storage)
-    out_console.print(
-        f"broker running at {state.bootstrap} (pid {state.pid}, log {state.log_path})"
-    )
+    if as_json:
+        print_json(_tansu_json(state))
+    else:
+        out_console.print(
+            f"broker running at {state.bootstrap} (pid {state.pid}, log {state.log_path})"
+        )
 
 
 @app.command()
@@ -77,26 +94,37 @@ def stop(
         bool, typer.Option("--purge", help="also delete the state directory's files (the log)")
     ] = False,
     kind: Kind = "tansu",
+    as_json: JsonFlag = False,
 ) -> None:
     """Stop the broker (SIGTERM, SIGKILL after 10 s). It keeps its state directory (the log:
     --purge deletes it); a memory broker's topics and records end with it, an s3:// one's stay
     in the bucket."""
     mock = _mock(ctx, kind)
     if mock is not None:
-        out_console.print("mock cluster stopped" if mock.stop() else "mock cluster was not running")
+        stopped = bool(mock.stop())
+        if as_json:
+            print_json({"kind": "mock", "stopped": stopped})
+        else:
+            out_console.print("mock cluster stopped" if stopped else "mock cluster was not running")
         return
     broker = _broker(ctx)
     state = broker.stop()
+    removed = broker.purge() if purge else None
+    if as_json:
+        doc: dict[str, object] = {"kind": "tansu", "stopped": state is not None}
+        if removed is not None:
+            doc["removed"] = [str(path) for path in removed]
+        print_json(doc)
+        return
     out_console.print("broker stopped" if state else "broker was not running")
-    if purge:
-        removed = broker.purge()
+    if removed is not None:
         out_console.print(f"removed {len(removed)} files from {broker.state_dir}")
 
 
 @app.command()
 def status(
     ctx: typer.Context,
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
+    as_json: JsonFlag = False,
     kind: Kind = "tansu",
 ) -> None:
     """Print the bootstrap address, or say it is not running (exit 1 if dead)."""
@@ -112,17 +140,7 @@ def status(
         return
     state = _broker(ctx).status()
     if as_json:
-        print_json(
-            {"running": False}
-            if state is None
-            else {
-                "running": True,
-                "bootstrap": state.bootstrap,
-                "pid": state.pid,
-                "storage": state.storage,
-                "log": state.log_path,
-            }
-        )
+        print_json(_tansu_json(state))
     elif state is None:
         out_console.print("broker is not running")
     else:
