@@ -22,7 +22,14 @@ import typer
 from lagless.app import App, environment
 from lagless.app.app import imported_by_cli
 from lagless.broker.embedded import default_state_dir
-from lagless.cli.common import interactive, options, print_json, settings, with_properties
+from lagless.cli.common import (
+    interactive,
+    options,
+    print_json,
+    says_interrupted,
+    settings,
+    with_properties,
+)
 from lagless.cli.consume_run import EXIT_INTERRUPTED, describe
 from lagless.cli.run_status import RunRecording, StatusPublishing, announce, run_status
 from lagless.engine import OnFailure, Ordering
@@ -82,6 +89,7 @@ def _where(exc: Exception) -> str:
     return f"{message} ({os.path.relpath(name) if name else '?'}, line {line})"
 
 
+@says_interrupted
 def run(
     ctx: typer.Context,
     target: Annotated[str, typer.Argument(help="module:attribute of a lagless.App")],
