@@ -41,6 +41,7 @@ def test_the_reader_takes_the_rollout_and_the_apps_settings(tmp_path: Path) -> N
     assert scenario.assignor == "cooperative-sticky" and not scenario.static
     assert scenario.consume_flags(0)[-2:] == ["--shutdown-budget", "5"]
     assert rollout.lab_values()["commit_interval_s"] == 1.0
+    assert rollout.lab_values()["grace_period_s"] == rollout.grace_period_s  # the lab kills then
     static = read_rollout(rendered(tmp_path, static=True))
     assert (static.kind, static.max_surge, static.max_unavailable) == ("StatefulSet", 0, 1)
     assert static.scenario().static

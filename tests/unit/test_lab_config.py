@@ -46,3 +46,11 @@ def test_bad_values_are_one_line(name: str, given: dict[str, object], message: s
 def test_article_time_needs_the_article_profile() -> None:
     with pytest.raises(ConfigError, match="--article-time applies to --profile article"):
         profile("default", article_time=True)
+
+
+def test_a_grace_period_is_kept_and_checked() -> None:
+    assert LabConfig(grace_period_s=48.0).to_json()["grace_period_s"] == 48.0
+    assert "grace_period_s" not in LabConfig().to_json()  # none: instances drain as long as needed
+    for bad in (-1.0, float("inf"), float("nan")):
+        with pytest.raises(ConfigError, match="grace period"):
+            LabConfig(grace_period_s=bad)

@@ -71,6 +71,8 @@ class Rollout:
             "max_surge": self.max_surge,
             "max_unavailable": self.max_unavailable,
         }
+        if self.grace_period_s is not None:
+            values["grace_period_s"] = float(self.grace_period_s)
         if "commit_interval_s" in self.settings:
             values["commit_interval_s"] = float(self.settings["commit_interval_s"])
         return values
@@ -91,9 +93,9 @@ class Rollout:
         ]
         if self.grace_period_s is not None:
             lines.append(
-                f"from {self.source}: terminationGracePeriodSeconds {self.grace_period_s} is "
-                "checked by lagless deploy render against the drain; the lab lets each stopping "
-                "instance drain (the shutdown budget above) and does not kill it at that time"
+                f"from {self.source}: terminationGracePeriodSeconds {self.grace_period_s}: the lab "
+                "kills a stopping instance still running that long after SIGTERM, as Kubernetes "
+                "does"
             )
         if self.other_handlers:
             lines.append(

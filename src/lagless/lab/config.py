@@ -42,6 +42,8 @@ class LabConfig:
     instances2: int = 4  # service #2 (article topology)
     partitions2: int = 64
     work2_ms: float = 3.5
+    grace_period_s: float | None = None  # a stopping instance still running this long after
+    # SIGTERM is killed, as Kubernetes does after terminationGracePeriodSeconds (None: never)
     window_s: float = 0.0  # > 0: rollout k starts no earlier than (k - 1) x window / K in
 
     def __post_init__(self) -> None:
@@ -68,6 +70,9 @@ class LabConfig:
             raise ConfigError("--rollouts must be 1 or more")
         if self.warmup_s < 0 or self.window_s < 0:
             raise ConfigError("--warmup and --window must be 0 or more")
+        grace = self.grace_period_s
+        if grace is not None and not (math.isfinite(grace) and grace >= 0):
+            raise ConfigError(f"the grace period must be 0 or more seconds, not {grace}")
 
     @property
     def spacing_s(self) -> float:
@@ -81,6 +86,8 @@ class LabConfig:
             "rollouts": self.rollouts, "window_s": self.window_s, "warmup_s": self.warmup_s,
             "min_ready_s": self.min_ready_s, "commit_interval_s": self.commit_interval_s,
         }  # fmt: skip
+        if self.grace_period_s is not None:
+            out["grace_period_s"] = self.grace_period_s
         if self.topology == "article":
             out.update(instances2=self.instances2, partitions2=self.partitions2,
                        work2_ms=self.work2_ms)  # fmt: skip

@@ -137,6 +137,12 @@ class Instance:
             assert self.proc is not None
             self.proc.send_signal(signal.SIGTERM)
 
+    def kill(self) -> None:
+        """SIGKILL it (what Kubernetes does once the grace period after SIGTERM is over)."""
+        if self.running:
+            assert self.proc is not None
+            self.proc.kill()
+
     def wait(self, timeout: float) -> int | None:
         """Its exit code; killed (and None) if it does not exit within ``timeout``."""
         if self.proc is None:

@@ -461,7 +461,24 @@ class ScenarioRun:
         while (left := end - time.monotonic()) > 0:
             time.sleep(min(left, TICK_S))
             self._check_instances()
+            self._end_grace()
             self.tick()
+
+    def _end_grace(self) -> None:
+        """Kill each stopping instance still running past the grace period (a manifest's
+        terminationGracePeriodSeconds), as Kubernetes does; said in the scenario's notes."""
+        grace = self.config.grace_period_s
+        if grace is None:
+            return
+        now = time.time()
+        for instance in self.rolled.instances:
+            sent = instance.stop_sent_at
+            if sent is not None and now - sent > grace and instance.running:
+                instance.kill()
+                self.notes.append(
+                    f"{instance.name} still draining {grace:.0f} s after SIGTERM (the grace "
+                    "period): killed, as Kubernetes does; what it had not committed runs again"
+                )
 
     def _check_instances(self) -> None:
         """An instance that exits without being asked to (a crash, kill -9) ends the scenario:
