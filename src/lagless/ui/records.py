@@ -12,7 +12,14 @@ from typing import Any
 from confluent_kafka import KafkaException, Message, TopicPartition
 
 from lagless.cli.tail import fields, text
-from lagless.engine.results.dlq import H_ERROR, H_ERROR_CLASS, H_OFFSET, H_PARTITION, H_TOPIC
+from lagless.engine.results.dlq import (
+    H_ERROR,
+    H_ERROR_CLASS,
+    H_OFFSET,
+    H_PARTITION,
+    H_STACKTRACE,
+    H_TOPIC,
+)
 from lagless.errors import LaglessError
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.offsets import probe_conf
@@ -23,7 +30,7 @@ from lagless.ui.pages import cell, e, table, topic_href
 
 LATEST = 5  # records per partition on a topic's page
 DLQ_SCAN = 500  # dead letters read per dead-letter topic
-H_TRACEBACK = "lagless-dlq-traceback"
+DLQ_SHOWN = 10  # dead-letter topics read on one page (the most recently written first)
 
 
 def read(conf: Mapping[str, Any], topic: str, per_partition: int,
@@ -46,13 +53,14 @@ def headers_of(msg: Message) -> dict[str, str]:
 
 
 class DeadLetters:
-    """Which topics hold dead letters (their last record carries the engine's DLQ headers),
-    remembered per topic until its end moves."""
+    """Which topics hold dead letters (their last record carries the engine's DLQ headers) and
+    when the newest was written, remembered per topic until its end moves."""
 
     def __init__(self) -> None:
-        self._seen: dict[str, tuple[int, bool]] = {}
+        self._seen: dict[str, tuple[int, int | None]] = {}  # topic: (end, newest dead letter ms)
 
     def topics(self, console: Console) -> list[str]:
+        """The dead-letter topics, the most recently written first."""
         todo = {
             t.topic: t
             for t in console.latest.topics
@@ -62,18 +70,21 @@ class DeadLetters:
                   for p, end in enumerate(t.ends) if end > 0]  # fmt: skip
         found = last_records(console.conf, wanted)
         for name, t in todo.items():
-            self._seen[name] = (t.end, name in found)
-        return [t.topic for t in console.latest.topics if self._seen[t.topic][1]]
+            self._seen[name] = (t.end, found.get(name))
+        newest = {t.topic: self._seen[t.topic][1] for t in console.latest.topics}
+        return sorted((t for t, ms in newest.items() if ms is not None),
+                      key=lambda t: -(newest[t] or 0))  # fmt: skip
 
 
 def last_records(conf: Mapping[str, Any], wanted: list[tuple[str, int, int]],
-                 timeout: float = 5.0) -> set[str]:  # fmt: skip
+                 timeout: float = 5.0) -> dict[str, int]:  # fmt: skip
     """The topics among ``wanted`` (topic, partition, last offset) whose last record carries
-    the dead-letter headers: one consumer, one fetch of every partition's last record."""
+    the dead-letter headers, each with its newest such record's timestamp (ms): one consumer,
+    one fetch of every partition's last record."""
     if not wanted:
-        return set()
+        return {}
     consumer = make_consumer(probe_conf(conf))
-    out: set[str] = set()
+    out: dict[str, int] = {}
     todo = {(t, p) for t, p, _ in wanted}
     try:
         consumer.assign([TopicPartition(t, p, o) for t, p, o in wanted])
@@ -83,7 +94,7 @@ def last_records(conf: Mapping[str, Any], wanted: list[tuple[str, int, int]],
                 where = coordinates(msg)
                 todo.discard((where.topic, where.partition))
                 if H_ERROR_CLASS in headers_of(msg):
-                    out.add(where.topic)
+                    out[where.topic] = max(out.get(where.topic, 0), timestamp_ms(msg) or 0)
     except (KafkaException, LaglessError):
         pass  # what was read counts; the rest is looked at again when its end moves
     finally:
@@ -102,7 +113,15 @@ def dead_letters_page(console: Console) -> str:
             "its latest record carries the engine's <code>lagless-dlq-*</code> headers.</p>"
         )
     parts = ["<h2>Dead letters</h2>"]
-    for topic in topics:
+    if len(topics) > DLQ_SHOWN:
+        others = ", ".join(
+            f"<a class='name' href='{e(topic_href(t))}'>{e(t)}</a>" for t in topics[DLQ_SHOWN:]
+        )
+        parts.append(
+            f"<p class='note'>The {DLQ_SHOWN} most recently written of {len(topics)} dead-letter "
+            f"topics; the others: {others}</p>"
+        )
+    for topic in topics[:DLQ_SHOWN]:
         try:
             msgs = read(console.conf, topic, DLQ_SCAN, DLQ_SCAN)
         except LaglessError as exc:
@@ -128,7 +147,7 @@ def dead_letters_page(console: Console) -> str:
         rows = [
             [cell(h.get(H_ERROR_CLASS), "name"), cell(h.get(H_ERROR), "name"),
              cell(f"{h.get(H_TOPIC)}[{h.get(H_PARTITION)}]@{h.get(H_OFFSET)}", "name"),
-             f"<td class='name'><pre>{e(h.get(H_TRACEBACK, '-'))}</pre></td>"]
+             f"<td class='name'><pre>{e(h.get(H_STACKTRACE, '-'))}</pre></td>"]
             for _, h in letters[-100:]
         ]  # fmt: skip
         parts.append(table("dlq-letters", (("class", "error class"), ("reason", "reason"),
