@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lagless.ids import MALFORMED_HEADER
-from tests.conftest import Cluster, run_cli
+from tests.conftest import Cluster, run_cli, unique
 from tests.integration.app_helpers.docs import python_blocks
 from tests.integration.engine_helpers import GROUP_FLAGS, REPO
 
@@ -94,15 +94,20 @@ def test_readme_first_example_is_an_app_that_lagless_run_starts(
     service = python_blocks("README.md")[0]
     assert "lagless.App(" in service
     assert service == python_blocks("docs/app.md")[0]  # one example, shown twice
-    (tmp_path / "service.py").write_text(service)
-    for topic, partitions in (("payments", "3"), ("payments-dlq", "1"), ("payments-big", "3")):
+    # The topics renamed: test_readme_first_example creates the README's own names on the
+    # same session broker.
+    source, dlq, out = unique("payments"), unique("payments-dlq"), unique("payments-big")
+    renamed = service.replace('"payments-dlq"', repr(dlq)).replace('"payments-big"', repr(out))
+    renamed = renamed.replace('"payments"', repr(source)).replace("big-payments", unique("g"))
+    (tmp_path / "service.py").write_text(renamed)
+    for topic, partitions in ((source, "3"), (dlq, "1"), (out, "3")):
         lagless(cluster, "topic", "create", topic, "--partitions", partitions)
     payments = [{"payment_id": f"p{i}", "amount": i * 10} for i in range(30)]
-    cluster.produce("payments", [*payments, b"{broken", {"payment_id": "p-x"}], key="c1")
+    cluster.produce(source, [*payments, b"{broken", {"payment_id": "p-x"}], key="c1")
     summary = run_example(cluster, "service:app", cwd=tmp_path)["big"]
     assert (summary["processed"], summary["dlq"]) == (32, 2)
-    big = cluster.read("payments-big", count=19)
+    big = cluster.read(out, count=19)
     assert [json.loads(r.value or b"")["payment_id"] for r in big] == [
         f"p{i}" for i in range(11, 30)
     ]
-    assert len(cluster.read("payments-dlq", count=2)) == 2
+    assert len(cluster.read(dlq, count=2)) == 2
