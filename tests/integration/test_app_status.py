@@ -1,19 +1,30 @@
 """`lagless run` publishes each handler's status in the state directory while it runs, as
-`lagless consume` does, so `lagless ui` knows who owns which partition (the embedded broker does
-not answer DescribeGroups with members)."""
+`lagless consume` does, and answers /status over HTTP beside /metrics (a list, one object per
+handler), so `lagless ui` knows who owns which partition (the embedded broker does not answer
+DescribeGroups with members)."""
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import time
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 
+from lagless.broker.embedded import free_port
+from lagless.kafka.admin import committed_offsets
+from lagless.kafka.offsets import topic_ranges
 from lagless.observe.instance import live_instances
 from lagless.testing import TestKafka
-from tests.integration.engine_helpers import REPO
+from tests.conftest import LAGLESS, Cluster, unique
+from tests.integration.engine_helpers import GROUP_FLAGS, REPO
 from tests.integration.test_app_cli import app_env, lagless_run
 
 pytestmark = pytest.mark.integration
@@ -47,3 +58,90 @@ def test_lagless_run_publishes_each_handlers_status(
         _, stderr = proc.communicate(timeout=90)
     assert proc.returncode == 0, stderr
     assert [d for d in live_instances(home) if d.get("group") == group] == []  # removed at stop
+
+
+TWO_GROUPS = "tests.integration.app_helpers.two_groups:app"
+PER_PARTITION = 15
+
+
+def fill(cluster: Cluster, topic: str, partitions: int) -> None:
+    """PER_PARTITION records in every partition of ``topic`` (each partition has a position)."""
+    producer = Producer(cluster.conf)
+    for p in range(partitions):
+        for i in range(PER_PARTITION):
+            producer.produce(topic, f"r{p}-{i}".encode(), partition=p)
+    assert producer.flush(30) == 0
+
+
+def two_groups(
+    cluster: Cluster, home: Path, port: int, topics: tuple[str, str], groups: tuple[str, str]
+) -> subprocess.Popen[str]:
+    """``lagless run`` of the two-handler app (handlers first and second, one group each) with
+    its metrics, probes and /status on ``port``, its state directory ``home``."""
+    env = {**os.environ, "LAGLESS_TEST_A": topics[0], "LAGLESS_TEST_B": topics[1],
+           "LAGLESS_TEST_GROUP_A": groups[0], "LAGLESS_TEST_GROUP_B": groups[1]}  # fmt: skip
+    env.pop("LAGLESS_BOOTSTRAP", None)
+    cmd = [LAGLESS, "-b", cluster.bootstrap, "--state-dir", str(home), "run", TWO_GROUPS,
+           *GROUP_FLAGS, "--commit-interval", "0.5", "--metrics-port", str(port)]  # fmt: skip
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=REPO, env=env)  # fmt: skip
+
+
+def get_status(port: int) -> Any:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10) as reply:
+        assert reply.headers["Content-Type"] == "application/json"
+        return json.loads(reply.read())
+
+
+def test_lagless_run_serves_every_handlers_status_over_http(
+    cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topics = (make_topic(3), make_topic(2))
+    for topic, n in zip(topics, (3, 2), strict=True):
+        fill(cluster, topic, n)
+    groups = (unique("g-first"), unique("g-second"))
+    port = free_port()
+    proc = two_groups(cluster, tmp_path / "home", port, topics, groups)
+    ends = {
+        topic: {r.partition: r.end for r in topic_ranges(cluster.conf, topic)} for topic in topics
+    }
+    assert all(e == PER_PARTITION for t in topics for e in ends[t].values()), ends
+
+    def settled() -> list[dict[str, Any]] | None:
+        """Both handlers hold every partition of their topic, consumed to the end, committed."""
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        try:
+            docs = get_status(port)
+        except OSError:
+            return None  # not serving yet
+        assert isinstance(docs, list) and len(docs) == 2, docs  # one object per handler
+        for doc, topic, group in zip(docs, topics, groups, strict=True):
+            at = {p["partition"]: p["position"] for p in doc["partitions"]}
+            done = {p["partition"]: p["first_unfinished"] for p in doc["partitions"]}
+            committed = committed_offsets(cluster.conf, group, [topic])
+            if not (at == done == ends[topic] == {p: o for (_, p), o in committed.items()}):
+                return None
+        return docs
+
+    try:
+        docs = None
+        deadline = time.monotonic() + 90
+        while docs is None:
+            assert time.monotonic() < deadline, f"not settled: {get_status(port)}"
+            docs = settled()
+            time.sleep(0.3)
+        for doc, name, topic, group in zip(docs, ("first", "second"), topics, groups, strict=True):
+            assert (doc["handler"], doc["group"], doc["topics"]) == (name, group, [topic])
+            assert doc["pid"] == proc.pid and doc["client_id"].endswith(f"-{proc.pid}-{name}")
+            # the partitions it owns are the broker's partitions of its topic, nothing else
+            assert {(p["topic"], p["partition"]) for p in doc["partitions"]} == {
+                (topic, p) for p in ends[topic]}  # fmt: skip
+            assert all(p["since"] is not None and p["in_flight"] == 0 for p in doc["partitions"])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+            text = reply.read().decode()
+        assert 'handler="first"' in text and 'handler="second"' in text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 0, stderr
+    assert "/status" in stderr  # announced beside /metrics

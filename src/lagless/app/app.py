@@ -39,9 +39,9 @@ from lagless.app.signals import stop_on_signals, unclaimed_signals
 from lagless.config import KafkaSettings, load_settings
 from lagless.connect import resolve
 from lagless.engine import EngineConfig, Progress, RunSummary
-from lagless.engine.status import InstanceStatus
 from lagless.errors import ConfigError
 from lagless.kafka.admin import check_reachable
+from lagless.observe.instance import StatusBoard
 from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -49,8 +49,8 @@ log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-OnStart = Callable[[Mapping[str, Metrics], Mapping[str, Callable[[], InstanceStatus]]], object]
-"""Told each handler's metrics and status source once every engine started."""
+OnStart = Callable[[Mapping[str, Metrics], Mapping[str, StatusBoard]], object]
+"""Told each handler's metrics and status board once every engine started."""
 _CLI_IMPORT: list[str] = []  # the module ``lagless run`` is importing, while it does
 
 
@@ -225,7 +225,7 @@ class App:
             host, port = self.metrics_address(metrics_port, metrics_host)
             runner = self._launch(port, host, environment.read(), on_progress)
             if on_start is not None:  # e.g. lagless run --record: sample each handler's metrics
-                on_start(runner.metrics, runner.statuses())
+                on_start(runner.metrics, runner.boards)
         except BaseException:
             self._busy = False
             raise
@@ -279,13 +279,14 @@ class App:
     ) -> dict[str, RunSummary]:
         """Run every handler until each one's stop condition or SIGTERM/SIGINT; each handler's
         summary by name. Raises the first handler failure (after stopping the others).
-        ``metrics_port``: serve /metrics, /healthz and /readyz on ``metrics_host`` (loopback
+        ``metrics_port``: serve /metrics, /healthz, /readyz and /status (each handler's owned
+        partitions, a list: what ``lagless ui --scrape`` reads) on ``metrics_host`` (loopback
         by default; ``0.0.0.0`` for a Kubernetes probe, which calls the pod's address). Not
         given, ``LAGLESS_METRICS_PORT`` / ``LAGLESS_METRICS_HOST`` then ``App(metrics_port=...,
         metrics_host=...)`` apply (:meth:`metrics_address`).
         ``on_progress(handler, progress)``: each engine's progress, about twice a second;
-        ``on_start(metrics, statuses)``: each handler's metrics and ``Engine.status``, once the
-        engines are started."""
+        ``on_start(metrics, boards)``: each handler's metrics and status board
+        (:class:`lagless.observe.instance.StatusBoard`), once the engines are started."""
         runner = self._start(metrics_port, metrics_host, on_progress, on_start)
         event = runner.stop_event
         with stop_on_signals(event.is_set, event.set, runner.hurry):

@@ -9,7 +9,9 @@ the last 10 s; ready: joined, owns partitions, consuming). The app is
   should see.
 
 :func:`serve` puts both beside the Prometheus metrics of every handler (each sample labelled
-``handler``) on one port, through :mod:`lagless.observe.http`.
+``handler``) on one port, through :mod:`lagless.observe.http`, with ``/status``: a list of every
+handler's status (:class:`lagless.observe.instance.StatusBoard`), what ``lagless ui --scrape``
+reads.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from prometheus_client.registry import Collector
 
 from lagless.engine import HealthStatus
 from lagless.observe.http import serve as serve_http
+from lagless.observe.instance import StatusBoard
 
 LOCALHOST = "127.0.0.1"  # where metrics and probes are served unless told otherwise
 
@@ -81,8 +84,12 @@ def serve(
     port: int,
     health: Callable[[], AppHealth],
     registries: Mapping[str, CollectorRegistry],
+    boards: Mapping[str, StatusBoard] | None = None,
 ) -> WSGIServer:
-    """/metrics (every handler's, labelled), /healthz and /readyz on ``host:port``."""
+    """/metrics (every handler's, labelled), /healthz, /readyz and, given ``boards``, /status
+    (one object per handler) on ``host:port``."""
     registry = CollectorRegistry()
     registry.register(LabelledCollector(registries))
-    return serve_http(registry, port, host, health=health)
+    held = dict(boards or {})
+    status = (lambda: [b.to_json() for b in held.values()]) if held else None
+    return serve_http(registry, port, host, health=health, status=status)

@@ -3,11 +3,16 @@
 :class:`Runner` starts every engine, lets the caller wait (blocking or from a coroutine),
 stops them all when one fails or a stop is asked, then flushes the output producers and
 returns each handler's :class:`~lagless.engine.RunSummary` (or raises the first failure).
+Each handler's :class:`~lagless.observe.instance.StatusBoard` (:attr:`Runner.boards`) follows
+its engine's status: the metrics server answers ``/status`` with them (a list, one per handler)
+and ``lagless run`` publishes them in the state directory, both for ``lagless ui``.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,8 +26,8 @@ from lagless.app.handlers import HandlerSpec, async_engine_handler, engine_handl
 from lagless.app.health import LOCALHOST, AppHealth, serve
 from lagless.app.outputs import OutputProducer
 from lagless.engine import Engine, EngineConfig, Progress, RunSummary
-from lagless.engine.status import InstanceStatus
 from lagless.errors import ConfigError, LaglessError
+from lagless.observe.instance import StatusBoard
 from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -42,6 +47,20 @@ def output_producer(conf: Mapping[str, Any], spec: HandlerSpec) -> OutputProduce
         raise ConfigError(f"handler {spec.name}: output_conf: {reason}") from None
 
 
+def metrics_url(host: str, port: int | None) -> str | None:
+    """Where this process's metrics are read from on this machine (loopback for a wildcard)."""
+    if port is None:
+        return None
+    loopback = LOCALHOST if host in ("0.0.0.0", "::", "") else host
+    return f"http://[{loopback}]:{port}" if ":" in loopback else f"http://{loopback}:{port}"
+
+
+def status_board(name: str, config: EngineConfig, url: str | None) -> StatusBoard:
+    """Handler ``name``'s board; its instance is the client id, else host-pid-handler."""
+    client = config.client_id or f"{socket.gethostname()}-{os.getpid()}-{name}"
+    return StatusBoard(config.group, client, url, topics=config.topics, handler=name)
+
+
 class Runner:
     """Engines for ``specs`` on ``conf``; :meth:`start`, :meth:`join`, :meth:`finish`."""
 
@@ -59,6 +78,7 @@ class Runner:
         self._metrics_host, self._metrics_port = metrics
         self.stop_event = threading.Event()
         self._engines: dict[str, Engine] = {}
+        self.boards: dict[str, StatusBoard] = {}  # each handler's status (what lagless ui shows)
         self._running: dict[str, bool] = {s.name: False for s in specs}
         self.metrics = {s.name: Metrics(group=c.group) for s, c in zip(specs, configs, strict=True)}
         self.summaries: dict[str, RunSummary] = {}
@@ -85,6 +105,10 @@ class Runner:
                     on_progress=self._progress_of(spec.name),
                 )
                 self._engines[spec.name] = engine
+                url = metrics_url(self._metrics_host, self._metrics_port)
+                board = status_board(spec.name, config, url)
+                board.follow(engine.status)
+                self.boards[spec.name] = board
                 thread = threading.Thread(  # a daemon: one left behind must not hold the exit
                     target=self._run,
                     args=(spec.name, engine),
@@ -95,17 +119,13 @@ class Runner:
             if self._metrics_port is not None:
                 registries = {name: m.exposed() for name, m in self.metrics.items()}
                 self._server = serve(
-                    self._metrics_host, self._metrics_port, self.health, registries
+                    self._metrics_host, self._metrics_port, self.health, registries, self.boards
                 )
         except BaseException:
             self._close()
             raise
         for thread in self._threads:
             thread.start()
-
-    def statuses(self) -> dict[str, Callable[[], InstanceStatus]]:
-        """Each handler's :meth:`lagless.engine.Engine.status` (what ``lagless ui`` shows)."""
-        return {name: engine.status for name, engine in self._engines.items()}
 
     def _progress_of(self, name: str) -> Callable[[Progress], None] | None:
         observer = self._on_progress

@@ -260,7 +260,8 @@ def consume(
         audit = stack.enter_context(contextlib.closing(Ledger(ledger))) if ledger else None
         show = stack.enter_context(progress_line(interactive() and not as_json))
         url = None if metrics_port is None else f"http://127.0.0.1:{metrics_port}"
-        board = StatusBoard(config.group, instance, url)  # what `lagless ui` shows as owners
+        # what `lagless ui` shows as owners
+        board = StatusBoard(config.group, instance, url, topics=config.topics)
         engine = Engine(
             conf, config, run_handler, metrics=metrics, on_progress=show, events=events,
             ledger=audit,

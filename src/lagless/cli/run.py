@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -33,8 +33,8 @@ from lagless.cli.common import (
 from lagless.cli.consume_run import EXIT_INTERRUPTED, describe
 from lagless.cli.run_status import RunRecording, StatusPublishing, announce, run_status
 from lagless.engine import OnFailure, Ordering
-from lagless.engine.status import InstanceStatus
 from lagless.errors import ConfigError
+from lagless.observe.instance import StatusBoard
 from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ def run(
     shutdown_budget: Annotated[float | None, typer.Option(help="shutdown wait, s")] = None,
     stall_seconds: Annotated[float | None, typer.Option(help="log records this old")] = None,
     metrics_port: Annotated[
-        int | None, typer.Option(help="serve /metrics, /healthz and /readyz on this port")
+        int | None, typer.Option(help="serve /metrics, /healthz, /readyz and /status on this port")
     ] = None,
     metrics_host: Annotated[
         str | None,
@@ -205,19 +205,17 @@ def run(
     names = [spec.name for spec in configured.specs]
     live = interactive() and not as_json
 
-    def started(
-        handler_metrics: Mapping[str, Metrics], statuses: Mapping[str, Callable[[], InstanceStatus]]
-    ) -> None:
+    def started(handler_metrics: Mapping[str, Metrics], boards: Mapping[str, StatusBoard]) -> None:
         """Said once every engine started (a start-up failure stays one line)."""
         announce(target, configured, connection, metrics)
         rec.start(handler_metrics)
-        published.start(statuses)  # lagless ui sees the owners
+        published.start(boards)  # lagless ui sees the owners
 
     state_dir = opts.state_dir or default_state_dir()
     with (
         run_status(names, live) as status,
         RunRecording(record, target, configured) as rec,
-        StatusPublishing(state_dir, configured, metrics) as published,
+        StatusPublishing(state_dir) as published,
     ):
         summaries = configured.run(metrics[1], metrics[0], on_progress=status, on_start=started)
     if as_json:

@@ -5,10 +5,8 @@ holds (a line each time that changes), and on a terminal a live status line."""
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from rich.progress import Progress as Bar
@@ -19,7 +17,6 @@ from lagless.cli.common import err_console, note, per_second
 from lagless.cli.consume import run_settings
 from lagless.config import KafkaSettings
 from lagless.engine import EngineConfig, Progress
-from lagless.engine.status import InstanceStatus
 from lagless.observe.instance import Publisher, StatusBoard
 from lagless.observe.metrics import Metrics
 
@@ -45,7 +42,7 @@ def announce(
         note(handler_line(spec.name, config, spec.output))
     host, port = metrics
     if port is not None:
-        note(f"metrics and health at http://{host}:{port} (/metrics, /healthz, /readyz)")
+        note(f"metrics and health at http://{host}:{port} (/metrics, /healthz, /readyz, /status)")
 
 
 class RunStatus:
@@ -140,24 +137,16 @@ class RunRecording:
 
 
 class StatusPublishing:
-    """Each handler's status published in the state directory while ``lagless run`` runs, so
-    ``lagless ui`` knows the owners of its partitions (as for ``lagless consume``)."""
+    """Each handler's status board (the runner's, :attr:`lagless.app.runner.Runner.boards`)
+    published in the state directory while ``lagless run`` runs, so ``lagless ui`` knows the
+    owners of its partitions (as for ``lagless consume``)."""
 
-    def __init__(self, state_dir: Path, app: App, metrics: tuple[str, int | None]) -> None:
+    def __init__(self, state_dir: Path) -> None:
         self._state_dir = state_dir
-        configs = dict(zip((s.name for s in app.specs), app.engine_configs(), strict=True))
-        self._groups = {name: c.group for name, c in configs.items()}
-        self._clients = {name: c.client_id for name, c in configs.items()}
-        host, port = metrics
-        loopback = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-        self._url = None if port is None else f"http://{loopback}:{port}"
         self._stack = contextlib.ExitStack()
 
-    def start(self, statuses: Mapping[str, Callable[[], InstanceStatus]]) -> None:
-        for name, source in statuses.items():
-            client = self._clients[name] or f"{socket.gethostname()}-{os.getpid()}-{name}"
-            board = StatusBoard(self._groups[name], client, self._url)
-            board.follow(source)
+    def start(self, boards: Mapping[str, StatusBoard]) -> None:
+        for board in boards.values():
             self._stack.enter_context(Publisher(board, self._state_dir))
 
     def __enter__(self) -> StatusPublishing:

@@ -4,7 +4,8 @@
 * ``/healthz`` — 200 while the process is alive (the engine's poll loop turns), else 503;
 * ``/readyz`` — 200 once ready (the engine owns partitions and consumes), else 503;
 * ``/status`` — the instance's owned partitions and where it is in them, as JSON
-  (:mod:`lagless.observe.instance`; what ``lagless ui --scrape`` reads), when given.
+  (:mod:`lagless.observe.instance`; what ``lagless ui --scrape`` reads), when given: one object
+  (``lagless consume``) or a list of them, one per handler (``lagless run``).
 
 Both probes answer a small JSON object (the engine's :class:`HealthStatus`). Without a health
 source (the Spark pipeline) the probes answer 200 while the server runs.
@@ -24,6 +25,7 @@ from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
 from lagless.errors import LaglessError
 
 HealthSource = Callable[[], Any]  # returns an object with .alive, .ready and .to_json()
+StatusSource = Callable[[], dict[str, Any] | list[dict[str, Any]]]  # what /status answers
 
 StartResponse = Callable[[str, list[tuple[str, str]]], object]
 
@@ -31,7 +33,7 @@ StartResponse = Callable[[str, list[tuple[str, str]]], object]
 def make_app(
     registry: CollectorRegistry,
     health: HealthSource | None,
-    status: Callable[[], dict[str, Any]] | None = None,
+    status: StatusSource | None = None,
 ) -> Callable[[dict[str, Any], StartResponse], Iterable[bytes]]:
     metrics_app = make_wsgi_app(registry)
 
@@ -67,7 +69,7 @@ def serve(
     port: int,
     addr: str = "127.0.0.1",
     health: HealthSource | None = None,
-    status: Callable[[], dict[str, Any]] | None = None,
+    status: StatusSource | None = None,
 ) -> WSGIServer:
     """Serve metrics and probes on ``addr:port`` from a daemon thread; ``.shutdown()`` stops it.
 

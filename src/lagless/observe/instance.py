@@ -8,7 +8,11 @@ its poll thread). The board keeps the latest and serves it two ways:
   at stop; :func:`live_instances` reads them and drops any whose process is gone or whose file
   is older than ``STALE_S`` (a frozen or killed process);
 * **remotely**, as the JSON ``/status`` endpoint beside ``/metrics``
-  (:func:`lagless.observe.http.serve`).
+  (:func:`lagless.observe.http.serve`): one object for ``lagless consume``, a list of them
+  (one per handler) for ``lagless run`` / an App (:mod:`lagless.app.runner`).
+
+Each object names its ``group``, ``topics`` and ``handler`` (the App's handler name; ``null`` for
+``lagless consume``), so one process may publish several groups.
 
 Per partition: ``generation`` (this instance's assignment count when it got the partition: the
 broker's generation id is not exposed to clients), ``since`` (wall time it was first seen
@@ -28,7 +32,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -59,10 +63,20 @@ class PartitionView:
 class StatusBoard:
     """The latest view of one instance (thread-safe: the engine posts, readers copy)."""
 
-    def __init__(self, group: str, client_id: str, metrics_url: str | None = None) -> None:
+    def __init__(
+        self,
+        group: str,
+        client_id: str,
+        metrics_url: str | None = None,
+        *,
+        topics: Sequence[str] = (),
+        handler: str | None = None,
+    ) -> None:
         self.group = group
         self.client_id = client_id
         self.metrics_url = metrics_url
+        self.topics = list(topics)
+        self.handler = handler  # the App's handler name; None for lagless consume
         self.pid = os.getpid()
         self.host = socket.gethostname()
         self.started = time.time()
@@ -123,6 +137,8 @@ class StatusBoard:
             return {
                 "instance": self.client_id,
                 "group": self.group,
+                "topics": self.topics,
+                "handler": self.handler,
                 "client_id": self.client_id,
                 "pid": self.pid,
                 "host": self.host,
@@ -141,7 +157,8 @@ def instances_dir(state_dir: Path) -> Path:
 
 
 def status_path(state_dir: Path, board: StatusBoard) -> Path:
-    digest = hashlib.sha1(f"{board.group}\0{board.client_id}".encode()).hexdigest()[:12]
+    key = f"{board.group}\0{board.client_id}\0{board.handler or ''}"
+    digest = hashlib.sha1(key.encode()).hexdigest()[:12]
     return instances_dir(state_dir) / f"{board.pid}-{digest}.json"
 
 

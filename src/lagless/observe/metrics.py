@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter as Tally
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
@@ -47,7 +47,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from lagless.observe.exact import ExactValues, RecordedHistogram
-from lagless.observe.http import HealthSource, serve
+from lagless.observe.http import HealthSource, StatusSource, serve
 
 
 def observe_many(histogram: Any, values: Sequence[float] | NDArray[np.floating[Any]]) -> None:
@@ -146,7 +146,7 @@ class Metrics:
         port: int,
         addr: str = "127.0.0.1",
         health: HealthSource | None = None,
-        status: Callable[[], dict[str, Any]] | None = None,
+        status: StatusSource | None = None,
     ) -> WSGIServer:
         """Expose the metrics at http://addr:port/metrics, with ``/healthz`` and ``/readyz``
         answered from ``health`` (see :mod:`lagless.observe.http`), from a daemon thread.

@@ -23,6 +23,8 @@ from lagless.ui.model import GroupSample, Snapshot
 DEFAULT_RANGE_S = 900.0
 TREND_S = 60.0
 PEAK_AFTER_S = 30.0
+# an instance of the group page: a handler of lagless run, or lagless consume (handler null)
+INSTANCE_KEYS = ("client_id", "handler", "host", "pid", "source", "in_flight", "paused")
 STATUS_ORDER = {"OK": 0, "WARN": 1, "STALL": 2, "STOP": 3}
 SORTABLE: dict[str, Callable[[GroupSample], Any]] = {
     "group": lambda g: g.group,
@@ -144,10 +146,7 @@ def group(console: Console, name: str, query: Mapping[str, str]) -> dict[str, An
         peak = max((lag for _, lag, _ in console.store.group_series(name, r.at, end)), default=None)
         rebalances.append({**r.to_json(), "at": iso(r.at), "peak_lag": peak})
     current = console.sampler.rebalances.current(name)
-    instances = [
-        {k: doc.get(k) for k in ("client_id", "host", "pid", "source", "in_flight", "paused")}
-        for doc in console.instances.of_group(name)
-    ]
+    instances = [{k: doc.get(k) for k in INSTANCE_KEYS} for doc in console.instances.of_group(name)]
     trend = trends(console, Snapshot(snap.t, snap.up, (g,)))[name]
     return {
         **group_row(g, trend),

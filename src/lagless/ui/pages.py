@@ -143,8 +143,8 @@ PARTITION_COLUMNS = (
 )  # fmt: skip
 REBALANCE_COLUMNS = (("at", "at"), ("duration_s", "rebalance time (s)"),
                      ("moved", "partitions moved"), ("peak_lag", "peak lag after"))  # fmt: skip
-INSTANCE_COLUMNS = (("client_id", "instance"), ("host", "host"), ("pid", "pid"),
-                    ("source", "seen through"), ("in_flight", "in flight"),
+INSTANCE_COLUMNS = (("client_id", "instance"), ("handler", "handler"), ("host", "host"),
+                    ("pid", "pid"), ("source", "seen through"), ("in_flight", "in flight"),
                     ("paused", "paused partitions"))  # fmt: skip
 
 

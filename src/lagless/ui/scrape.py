@@ -1,6 +1,11 @@
 """Engine instances seen by the console: local ones through the state directory, remote ones
 (``--scrape HOST:PORT``) through their ``/status`` and ``/metrics``.
 
+A remote ``/status`` answers one object (``lagless consume``) or a list of them, one per handler
+(``lagless run``: an App's handlers may be in several groups); each object names its group. An
+App's ``/metrics`` holds every handler's samples, labelled ``handler``: each handler's figures
+are read from its own samples (``/metrics`` is read once per instance and look).
+
 Each look (one per sampler cycle) reads every instance's status (owned partitions, generation,
 position, first unfinished offset, in flight, paused: :mod:`lagless.observe.instance`) and, where
 it serves metrics, its ``/metrics``: from the change since the previous look it derives the e2e
@@ -17,7 +22,7 @@ import threading
 import time
 import urllib.request
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,12 +64,15 @@ class Scraped:
     callbacks: dict[str, float]
 
 
-def parse(text: str, t: float) -> Scraped:
+def parse(text: str, t: float, handler: str | None = None) -> Scraped:
+    """The figures of ``text`` (Prometheus' format); given ``handler``, of its samples only."""
     buckets: dict[float, float] = {}
     callbacks: dict[str, float] = {}
     in_flight = paused = dlq = 0.0
     for family in text_string_to_metric_families(text):
         for s in family.samples:
+            if handler is not None and s.labels.get("handler") != handler:
+                continue
             if s.name == "lagless_e2e_latency_seconds_bucket":
                 bound = float(s.labels["le"])
                 buckets[bound] = buckets.get(bound, 0.0) + s.value
@@ -119,6 +127,36 @@ def fetch(url: str, timeout: float = 2.0) -> str:
         return str(reply.read().decode("utf-8", "replace"))
 
 
+def status_objects(answer: Any) -> list[dict[str, Any]] | None:
+    """The instance objects of a ``/status`` answer: one object, or a list of them (one per
+    handler of an App); None when it is neither. Objects without a group id and a partition
+    list, and partitions without a topic and a partition number, are left out."""
+    found = [answer] if isinstance(answer, dict) else answer if isinstance(answer, list) else None
+    if found is None:
+        return None
+    return [
+        {**d, "partitions": [p for p in d["partitions"] if isinstance(p, dict)
+                             and isinstance(p.get("topic"), str)
+                             and isinstance(p.get("partition"), int)]}
+        for d in found
+        if isinstance(d, dict) and isinstance(d.get("group"), str)
+        and isinstance(d.get("partitions"), list)
+    ]  # fmt: skip
+
+
+def distinct(docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each instance's handler once, the first time it is seen: a local instance also given
+    to ``--scrape`` is seen through its file and its ``/status``."""
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for doc in docs:
+        key = tuple(doc.get(k) for k in ("host", "pid", "group", "client_id", "handler"))
+        if key not in seen:
+            seen.add(key)
+            out.append(doc)
+    return out
+
+
 class Instances:
     """The instances the console watches and their scraped figures (per group, last hour)."""
 
@@ -139,25 +177,41 @@ class Instances:
         docs = [{**d, "source": "local"} for d in live_instances(self.state_dir, now)]
         for target in self.targets:
             try:
-                doc = json.loads(self._fetch(f"http://{target}/status"))
+                found = status_objects(json.loads(self._fetch(f"http://{target}/status")))
             except (OSError, ValueError) as exc:
                 log.info("instance %s does not answer /status: %s", target, exc)
                 continue
-            docs.append({**doc, "metrics": doc.get("metrics") or f"http://{target}",
-                         "source": target})  # fmt: skip
+            if found is None:
+                log.info("instance %s: /status is neither an object nor a list of them", target)
+                continue
+            # its /metrics is beside the /status it answered (the URL it names is its own view)
+            docs.extend({**d, "metrics": f"http://{target}", "source": target} for d in found)
+        docs = distinct(docs)
+        texts: dict[str, str | None] = {}  # each /metrics once, for all its handlers
         for doc in docs:
             if doc.get("metrics"):
-                self._scrape(doc, now)
+                self._scrape(doc, now, texts)
         with self._lock:
             self.statuses = docs
         return docs
 
-    def _scrape(self, doc: dict[str, Any], now: float) -> None:
-        key = f"{doc.get('group')}\0{doc.get('client_id')}\0{doc.get('pid')}"
+    def _scrape(self, doc: dict[str, Any], now: float, texts: dict[str, str | None]) -> None:
+        url = str(doc["metrics"])
+        handler = doc.get("handler") if isinstance(doc.get("handler"), str) else None
+        key = f"{doc.get('group')}\0{doc.get('client_id')}\0{doc.get('pid')}\0{handler}"
+        if url not in texts:
+            try:
+                texts[url] = self._fetch(f"{url}/metrics")
+            except OSError as exc:
+                log.info("cannot scrape %s: %s", url, exc)
+                texts[url] = None
+        text = texts[url]
+        if text is None:
+            return
         try:
-            got = parse(self._fetch(f"{doc['metrics']}/metrics"), now)
-        except (OSError, ValueError) as exc:
-            log.info("cannot scrape %s: %s", doc["metrics"], exc)
+            got = parse(text, now, handler)
+        except ValueError as exc:
+            log.info("cannot scrape %s: %s", url, exc)
             return
         before = self._last.get(key)
         self._last[key] = got

@@ -149,8 +149,8 @@
         return [cellNode(r.at), cellNode(r.duration_s), cellNode(r.moved), cellNode(r.peak_lag)];
       });
       fill("instances", doc.instances, function (i) {
-        return [cellNode(i.client_id), cellNode(i.host), cellNode(i.pid), cellNode(i.source),
-          cellNode(i.in_flight), cellNode(i.paused)];
+        return [cellNode(i.client_id), cellNode(i.handler), cellNode(i.host), cellNode(i.pid),
+          cellNode(i.source), cellNode(i.in_flight), cellNode(i.paused)];
       });
     }
     function poll() {
