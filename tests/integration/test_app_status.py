@@ -12,6 +12,7 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,18 +74,33 @@ def fill(cluster: Cluster, topic: str, partitions: int) -> None:
     assert producer.flush(30) == 0
 
 
-def two_groups(
-    cluster: Cluster, home: Path, port: int, topics: tuple[str, str], groups: tuple[str, str]
-) -> subprocess.Popen[str]:
-    """``lagless run`` of the two-handler app (handlers first and second, one group each) with
-    its metrics, probes and /status on ``port``, its state directory ``home``."""
-    env = {**os.environ, "LAGLESS_TEST_A": topics[0], "LAGLESS_TEST_B": topics[1],
-           "LAGLESS_TEST_GROUP_A": groups[0], "LAGLESS_TEST_GROUP_B": groups[1]}  # fmt: skip
-    env.pop("LAGLESS_BOOTSTRAP", None)
-    cmd = [LAGLESS, "-b", cluster.bootstrap, "--state-dir", str(home), "run", TWO_GROUPS,
-           *GROUP_FLAGS, "--commit-interval", "0.5", "--metrics-port", str(port)]  # fmt: skip
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=REPO, env=env)  # fmt: skip
+@dataclass(frozen=True)
+class TwoGroups:
+    """The two-handler app's topics (3 and 2 partitions, PER_PARTITION records in each), its
+    groups (one per handler: first, second) and the port of its metrics and /status."""
+
+    topics: tuple[str, str]
+    groups: tuple[str, str]
+    port: int
+
+    @classmethod
+    def make(cls, cluster: Cluster, make_topic: Callable[..., str]) -> TwoGroups:
+        topics = (make_topic(3), make_topic(2))
+        for topic, n in zip(topics, (3, 2), strict=True):
+            fill(cluster, topic, n)
+        return cls(topics, (unique("g-first"), unique("g-second")), free_port())
+
+    def run(self, cluster: Cluster, home: Path) -> subprocess.Popen[str]:
+        """``lagless run`` of the app, its state directory ``home``."""
+        (a, b), (ga, gb) = self.topics, self.groups
+        env = {**os.environ, "LAGLESS_TEST_A": a, "LAGLESS_TEST_B": b,
+               "LAGLESS_TEST_GROUP_A": ga, "LAGLESS_TEST_GROUP_B": gb}  # fmt: skip
+        env.pop("LAGLESS_BOOTSTRAP", None)
+        flags = [*GROUP_FLAGS, "--commit-interval", "0.5", "--metrics-port", str(self.port)]
+        cmd = [LAGLESS, "-b", cluster.bootstrap, "--state-dir", str(home), "run", TWO_GROUPS,
+               *flags]  # fmt: skip
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                cwd=REPO, env=env)  # fmt: skip
 
 
 def get_status(port: int) -> Any:
@@ -96,12 +112,9 @@ def get_status(port: int) -> Any:
 def test_lagless_run_serves_every_handlers_status_over_http(
     cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
-    topics = (make_topic(3), make_topic(2))
-    for topic, n in zip(topics, (3, 2), strict=True):
-        fill(cluster, topic, n)
-    groups = (unique("g-first"), unique("g-second"))
-    port = free_port()
-    proc = two_groups(cluster, tmp_path / "home", port, topics, groups)
+    app = TwoGroups.make(cluster, make_topic)
+    topics, groups, port = app.topics, app.groups, app.port
+    proc = app.run(cluster, tmp_path / "home")
     ends = {
         topic: {r.partition: r.end for r in topic_ranges(cluster.conf, topic)} for topic in topics
     }

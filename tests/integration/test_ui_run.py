@@ -14,13 +14,12 @@ from urllib.parse import quote
 
 import pytest
 
-from lagless.broker.embedded import free_port
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.offsets import topic_ranges
-from tests.conftest import Cluster, unique
+from tests.conftest import Cluster
 from tests.integration.browser import watched
-from tests.integration.test_app_status import PER_PARTITION, fill, two_groups
-from tests.integration.ui_helpers import api, console, poll
+from tests.integration.test_app_status import PER_PARTITION, TwoGroups
+from tests.integration.ui_helpers import console, poll, request
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -34,17 +33,14 @@ Key = tuple[str, int]
 def test_console_shows_each_handler_of_a_lagless_run_instance_in_its_group(
     cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path, browser: Browser
 ) -> None:
-    topics = (make_topic(3), make_topic(2))
-    for topic, n in zip(topics, (3, 2), strict=True):
-        fill(cluster, topic, n)
-    groups = (unique("g-first"), unique("g-second"))
-    port = free_port()
-    target = f"127.0.0.1:{port}"
+    app = TwoGroups.make(cluster, make_topic)
+    topics, groups = app.topics, app.groups
+    target = f"127.0.0.1:{app.port}"
     # the console's state directory is not the instance's: it sees it through /status only
     with console(tmp_path / "ui-home", cluster.bootstrap, tmp_path, "--scrape", target) as (
         base, ui,
     ):  # fmt: skip
-        proc = two_groups(cluster, tmp_path / "run-home", port, topics, groups)
+        proc = app.run(cluster, tmp_path / "run-home")
         try:
             for name, topic, group in zip(("first", "second"), topics, groups, strict=True):
                 client = f"{socket.gethostname()}-{proc.pid}-{name}"
@@ -55,7 +51,9 @@ def test_console_shows_each_handler_of_a_lagless_run_instance_in_its_group(
                     path: str = path, client: str = client, ends: dict[Key, int] = ends
                 ) -> dict[str, Any] | None:
                     assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                    doc = api(base, path)
+                    status, doc, _ = request(base.rstrip("/") + path)
+                    if status != 200:  # the group not seen yet
+                        return None
                     rows = {(p["topic"], p["partition"]): p for p in doc["partitions"]}
                     settled = set(rows) == set(ends) and all(
                         rows[k]["owners"] == [client] and rows[k]["position"] == end
