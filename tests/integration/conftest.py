@@ -34,8 +34,10 @@ def faulty_group(faulty_mock: FaultyMock, tmp_path: Path) -> Iterator[Group]:
         members.kill_all()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """Chromium driven by Playwright (tests/integration/browser.py); skips where it is missing."""
+    """Chromium driven by Playwright (tests/integration/browser.py); skips where it is missing.
+    One per module, not per session: Playwright's sync API keeps an event loop running in the
+    thread while it is open, and a later test of the same worker calling ``asyncio.run`` fails."""
     with launched() as b:
         yield b
