@@ -25,7 +25,8 @@ message Payment {
 ```
 
 (no ``protoc`` here: the compiled ``FileDescriptorProto`` is written in text format). The
-record message is ``Payment``, the file's second: ``--message Payment``."""
+record message is ``Payment``, the file's second: ``--message Payment``. Version 2 adds
+``string channel = 13;`` to it."""
 
 from __future__ import annotations
 
@@ -84,6 +85,13 @@ message_type {
   oneof_decl { name: "_attempt" }
 }
 """
+
+
+PAYMENT_PROTO_V2 = PAYMENT_PROTO.replace(
+    '  nested_type {\n    name: "Line"',
+    '  field { name: "channel" number: 13 label: LABEL_OPTIONAL type: TYPE_STRING }\n'
+    '  nested_type {\n    name: "Line"',
+)
 
 
 def file_proto(text: str = PAYMENT_PROTO) -> Any:
