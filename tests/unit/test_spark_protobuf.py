@@ -214,3 +214,39 @@ def test_each_value_option_is_refused_with_the_formats_that_do_not_use_it(
             topic="t", output="/tmp/o", checkpoint="/tmp/c",
             kafka={"bootstrap.servers": "localhost:1"}, **values,
         )  # fmt: skip
+
+
+def test_a_proto2_record_missing_a_required_field_is_rejected() -> None:
+    registry = SchemaRegistryClient.new_client({"url": "mock://required"})
+    register(
+        registry, "r-value",
+        'name: "r.proto" package: "r" syntax: "proto2" message_type { name: "R" '
+        'field { name: "a" number: 1 label: LABEL_REQUIRED type: TYPE_STRING } '
+        'field { name: "b" number: 2 label: LABEL_OPTIONAL type: TYPE_INT32 } }',
+    )  # fmt: skip
+    decoder = ProtobufDecoder(fetch_schemas(registry, "r-value", None))
+    framed = b"\x00\x00\x00\x00\x01\x00"
+    assert decoder.decode(framed + b"\x10\x05")[1:] == (
+        BROKEN_PROTOBUF,
+        "required fields missing: a",
+    )
+    assert decoder.decode(framed + b"\x0a\x01x") == ({"a": "x", "b": None}, None, None)
+
+
+def test_subjects_that_are_no_usable_protobuf_schema_are_refused_in_one_line() -> None:
+    registry = SchemaRegistryClient.new_client({"url": "mock://refused"})
+    registry.register_schema("text-value", Schema('syntax = "proto3"; message A {}', "PROTOBUF"))
+    registry.register_schema("avro-value", Schema('{"type": "string"}', "AVRO"))
+    register(
+        registry, "import-value",
+        'name: "e.proto" syntax: "proto3" dependency: "other/thing.proto" '
+        'message_type { name: "E" }',
+    )  # fmt: skip
+    refused = {
+        "text-value": "version 1: not a serialized FileDescriptorProto",
+        "avro-value": r"is not Protobuf \(version 1 is AVRO\)",
+        "import-value": "import 'other/thing.proto' is neither a reference of the schema nor",
+    }
+    for subject, message in refused.items():
+        with pytest.raises(ConfigError, match=message):
+            record_schema(fetch_schemas(registry, subject, None), subject)

@@ -363,7 +363,8 @@ class ProtobufDecoder:
             READERS[key] = message_factory.GetMessageClass(descriptor), message_plan(descriptor)[1]
         return READERS[key]
 
-    def decode(self, value: bytes | None) -> tuple[Any, str | None, str | None]:
+    def payload_start(self, value: bytes | None) -> int | tuple[None, str, str]:
+        """Where the record message's payload starts, or why the value is rejected."""
         schema_id = framed_schema_id(value)
         if value is None or schema_id is None:
             return None, BROKEN_PROTOBUF, "value is not in the Schema Registry's wire format"
@@ -374,17 +375,26 @@ class ProtobufDecoder:
             indexes, start = message_indexes(value)
         except ValueError as exc:
             return None, BROKEN_PROTOBUF, f"message indexes: {exc}"
-        name, record = names.get(tuple(indexes)), self.schemas.message
+        name, expected = names.get(tuple(indexes)), self.schemas.message
         if name is None:
             return None, BROKEN_PROTOBUF, f"message index {indexes} is no message of the schema"
-        if name != record:
-            return None, BROKEN_PROTOBUF, f"message {name} is not the record's ({record})"
+        if name != expected:
+            return None, BROKEN_PROTOBUF, f"message {name} is not the record's ({expected})"
+        return start
+
+    def decode(self, value: bytes | None) -> tuple[Any, str | None, str | None]:
+        start = self.payload_start(value)
+        if isinstance(start, tuple) or value is None:
+            return start if isinstance(start, tuple) else (None, BROKEN_PROTOBUF, "no value")
         message_class, convert = self.reader()
         try:
-            record = convert(message_class.FromString(value[start:]))
+            message = message_class.FromString(value[start:])
+            if not message.IsInitialized():
+                missing = ", ".join(message.FindInitializationErrors())
+                return None, BROKEN_PROTOBUF, f"required fields missing: {missing}"[:500]
+            return convert(message), None, None
         except Exception as exc:
             return None, BROKEN_PROTOBUF, f"cannot decode: {exc}"[:500]
-        return record, None, None
 
 
 def parse_protobuf(
