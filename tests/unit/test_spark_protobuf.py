@@ -250,3 +250,5 @@ def test_subjects_that_are_no_usable_protobuf_schema_are_refused_in_one_line() -
     for subject, message in refused.items():
         with pytest.raises(ConfigError, match=message):
             record_schema(fetch_schemas(registry, subject, None), subject)
+    with pytest.raises(ConfigError, match="--registry 'not a url': Invalid url"):
+        fetch_schemas("not a url", "pay-value", None)

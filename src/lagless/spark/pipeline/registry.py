@@ -30,7 +30,10 @@ def registry_client(registry: Any, flag: str) -> Any:
         from confluent_kafka.schema_registry import SchemaRegistryClient
     except ImportError as exc:
         raise ConfigError(f"{flag} needs the schemaregistry extra: {exc}") from None
-    return SchemaRegistryClient.new_client({"url": registry})
+    try:
+        return SchemaRegistryClient.new_client({"url": registry})
+    except Exception as exc:
+        raise ConfigError(f"--registry {registry!r}: {exc}") from None
 
 
 def fetch_versions(
