@@ -42,8 +42,8 @@ dependency: "google/protobuf/wrappers.proto"
 syntax: "proto3"
 message_type {
   name: "Money"
-  field { name: "units" number: 1 label: LABEL_OPTIONAL type: TYPE_INT64 }
-  field { name: "currency" number: 2 label: LABEL_OPTIONAL type: TYPE_STRING }
+  field { name: "units" number: 1 type: TYPE_INT64 }  # label: LABEL_OPTIONAL by default
+  field { name: "currency" number: 2 type: TYPE_STRING }
 }
 message_type {
   name: "Payment"

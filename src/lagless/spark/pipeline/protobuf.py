@@ -30,15 +30,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T  # noqa: N812
 
 from lagless.errors import ConfigError
+from lagless.spark.pipeline import registry as sr
 from lagless.spark.pipeline.parse import Parsed
-from lagless.spark.pipeline.registry import (
-    HEADER,
-    UNKNOWN_SCHEMA,
-    decoded_parser,
-    fetch_versions,
-    framed_schema_id,
-    registry_client,
-)
 from lagless.spark.pipeline.schemas import RecordSchema, check_names
 
 BROKEN_PROTOBUF = "broken_protobuf"
@@ -82,7 +75,7 @@ def zigzag(value: int) -> int:
     return (value >> 1) ^ -(value & 1)
 
 
-def message_indexes(data: bytes, pos: int = HEADER) -> tuple[list[int], int]:
+def message_indexes(data: bytes, pos: int = sr.HEADER) -> tuple[list[int], int]:
     """The message indexes at ``pos`` (a zigzag varint count, then that many zigzag varints; a
     count of 0 means ``[0]``, the first message): (indexes, where the payload starts)."""
     raw, pos = read_varint(data, pos)
@@ -316,8 +309,8 @@ class ProtobufSchemas:
 
 
 def fetch_schemas(registry: Any, subject: str, message: str | None) -> ProtobufSchemas:
-    client = registry_client(registry, "--value protobuf")
-    found = fetch_versions(client, subject, "PROTOBUF", fmt="serialized")
+    client = sr.registry_client(registry, "--value protobuf")
+    found = sr.fetch_versions(client, subject, "PROTOBUF", fmt="serialized")
     writers = {r.schema_id: message_names(version_proto(r, subject)) for r in found}
     latest = found[-1]
     reader = version_proto(latest, subject)
@@ -365,12 +358,12 @@ class ProtobufDecoder:
 
     def payload_start(self, value: bytes | None) -> int | tuple[None, str, str]:
         """Where the record message's payload starts, or why the value is rejected."""
-        schema_id = framed_schema_id(value)
+        schema_id = sr.framed_schema_id(value)
         if value is None or schema_id is None:
             return None, BROKEN_PROTOBUF, "value is not in the Schema Registry's wire format"
         names = self.schemas.writers.get(schema_id)
         if names is None:
-            return None, UNKNOWN_SCHEMA, f"schema id {schema_id} is not a version of the subject"
+            return None, sr.UNKNOWN_SCHEMA, f"schema id {schema_id} is not a version of the subject"
         try:
             indexes, start = message_indexes(value)
         except ValueError as exc:
@@ -402,4 +395,4 @@ def parse_protobuf(
 ) -> tuple[RecordSchema, Callable[[DataFrame], Parsed]]:
     schemas = fetch_schemas(registry, subject, message)
     schema, _ = record_schema(schemas, subject)
-    return schema, decoded_parser(schema, ProtobufDecoder(schemas).decode)
+    return schema, sr.decoded_parser(schema, ProtobufDecoder(schemas).decode)
