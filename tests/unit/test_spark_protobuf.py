@@ -252,3 +252,30 @@ def test_subjects_that_are_no_usable_protobuf_schema_are_refused_in_one_line() -
             record_schema(fetch_schemas(registry, subject, None), subject)
     with pytest.raises(ConfigError, match="--registry 'not a url': Invalid url"):
         fetch_schemas("not a url", "pay-value", None)
+
+
+def test_a_schema_importing_another_subjects_file_decodes_through_its_reference() -> None:
+    from google.protobuf import descriptor_pool, message_factory
+
+    common = (
+        'name: "common/money.proto" package: "common" syntax: "proto3" '
+        'message_type { name: "Money" field { name: "units" number: 1 type: TYPE_INT64 } }'
+    )
+    pay = (
+        'name: "pay.proto" package: "p" syntax: "proto3" dependency: "common/money.proto" '
+        'message_type { name: "Pay" field { name: "id" number: 1 type: TYPE_STRING } '
+        'field { name: "fee" number: 2 type: TYPE_MESSAGE type_name: ".common.Money" } }'
+    )
+    pool = descriptor_pool.DescriptorPool()
+    for text in (common, pay):
+        pool.Add(file_proto(text))
+    pay_class = message_factory.GetMessageClass(pool.FindMessageTypeByName("p.Pay"))
+    registry = SchemaRegistryClient.new_client({"url": "mock://references"})
+    value = serialize(registry, pay_class(id="a", fee={"units": 4}), topic="t")
+    assert [r.name for r in registry.get_latest_version("t-value").schema.references] == [
+        "common/money.proto"
+    ]  # registered by the serializer as its own subject
+    schemas = fetch_schemas(registry, "t-value", None)
+    schema, _ = record_schema(schemas, "t-value")
+    assert schema.struct.simpleString() == "struct<id:string,fee:struct<units:bigint>>"
+    assert ProtobufDecoder(schemas).decode(value) == ({"id": "a", "fee": {"units": 4}}, None, None)
