@@ -1,9 +1,9 @@
 """The general pipeline on a user's own records (payments, not the demo's events): JSON with a
-DDL schema and a Python transformation, Avro through a Schema Registry, a SQL transformation
-with --partition-by (killed -9 twice and resumed), a JSON Schema with windowed aggregates, and
-a transformation that raises. Each: every valid record once in Parquet as a reader that lists
-the files itself sees it, every invalid one in the DLQ with its reason, the group committed to
-the end."""
+DDL schema and a Python transformation, Avro and Protobuf through a Schema Registry, a SQL
+transformation with --partition-by (killed -9 twice and resumed), a JSON Schema with windowed
+aggregates, and a transformation that raises. Each: every valid record once in Parquet as a
+reader that lists the files itself sees it, every invalid one in the DLQ with its reason, the
+group committed to the end."""
 
 from __future__ import annotations
 
@@ -35,10 +35,12 @@ from tests.integration.spark_helpers import (
     dead_letters,
     jobs,
     listed_parquet_ids,
+    proto,
     spark,
     wait_mid_batch,
 )
 from tests.integration.spark_helpers.jobs import DDL, Payments, produce_payments
+from tests.integration.spark_helpers.proto import message_class
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 __all__ = ["spark"]
@@ -140,6 +142,63 @@ def test_avro_through_a_schema_registry(spark: SparkSession, env: Env) -> None:
     env.assert_output(valid)
     assert {r["currency"] for r in env.table()} == set(jobs.CURRENCIES)
     assert_dlq(env.cluster.conf, env.topic, Payments({p: {} for p in valid}, invalid))
+    assert_committed(env.cluster.conf, env.group, env.topic)
+
+
+def test_protobuf_through_a_schema_registry(spark: SparkSession, env: Env) -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    registry = SchemaRegistryClient.new_client({"url": "mock://payments-protobuf"})
+    context = SerializationContext(env.topic, MessageField.VALUE)
+    v1, v2 = message_class(), message_class(text=proto.PAYMENT_PROTO_V2)
+    money = message_class("shop.Money")
+    serializers = {m: ProtobufSerializer(m, registry, {}) for m in (v1, v2, money)}
+    producer = make_producer(env.cluster.conf)
+    valid, invalid = set(), {}
+    for i in range(150):
+        version = v1 if i < 80 else v2  # the subject's second version from record 80 on
+        message = version(id=f"p{i}", amount=i + 0.5, currency=jobs.CURRENCIES[i % 3])
+        message.ts.seconds, message.status, message.big = 1767225600 + i, i % 2, 2**64 - 1 - i
+        message.attrs["i"], message.fee.units = i, i * 10
+        message.lines.add(sku=f"s{i}", qty=i % 7)
+        if version is v2:
+            message.channel = "web"
+        else:
+            message.note.value = f"note {i}"
+        value = serializers[version](message, context)
+        if i % 10 == 1:  # another message of the schema than the record's
+            value, invalid[f"p{i}"] = serializers[money](money(), context), "broken_protobuf"
+        elif i % 10 == 3:
+            value, invalid[f"p{i}"] = b"{not protobuf}", "broken_protobuf"
+        elif i % 10 == 6:  # a schema id the subject does not have
+            value, invalid[f"p{i}"] = b"\x00\x00\x00\x03\x99" + value[5:], "unknown_schema"
+        elif i % 10 == 8:  # a message index pointing nowhere
+            value, invalid[f"p{i}"] = value[:5] + b"\x02\x08" + value[7:], "broken_protobuf"
+        elif i % 10 == 9:  # truncated inside its last field
+            value, invalid[f"p{i}"] = value[:-2], "broken_protobuf"
+        else:
+            valid.add(f"p{i}")
+        producer.produce(env.topic, value, headers=[(ID_HEADER, f"p{i}")])
+    assert producer.flush(30) == 0
+    cfg = env.config(value="protobuf", registry=registry, message="Payment")
+    summary = run_pipeline(cfg, spark=spark)
+    assert summary.valid_rows == len(valid)
+    env.assert_output(valid)
+    rows = {r["id"]: r for r in env.table()}
+    p2, p90 = rows["p2"], rows["p90"]
+    assert (p2["amount"], p2["currency"], p2["status"], p2["note"]) == (2.5, "JPY", "NEW", "note 2")
+    assert p2["ts"].timestamp() == 1767225602 and p2["big"] == 2**64 - 3
+    assert dict(p2["attrs"]) == {"i": 2} and p2["fee"] == {"units": 20, "currency": ""}
+    assert p2["lines"] == [{"sku": "s2", "qty": 2}] and p2["attempt"] is None
+    assert (p90["channel"], p90["note"], p90["status"]) == ("web", None, "NEW")
+    assert p2["channel"] == ""  # written with version 1: the field's default
+    letters = assert_dlq(env.cluster.conf, env.topic, Payments({p: {} for p in valid}, invalid))
+    reasons = {d[ID_HEADER]: d["lagless-dlq-error"] for d in letters}
+    assert reasons["p8"] == "message index [4] is no message of the schema"
+    assert reasons["p1"] == "message shop.Money is not the record's (shop.Payment)"
+    assert reasons["p9"].startswith("cannot decode: ")
     assert_committed(env.cluster.conf, env.group, env.topic)
 
 

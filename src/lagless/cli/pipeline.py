@@ -47,7 +47,7 @@ def run(
     checkpoint: Annotated[
         str, typer.Option(help="checkpoint location, a path or URI (source of truth)")
     ],
-    value: Annotated[str, typer.Option(help="value format: json, avro or raw")] = "json",
+    value: Annotated[str, typer.Option(help="value format: json, avro, protobuf or raw")] = "json",
     schema: Annotated[
         str | None,
         typer.Option(help="json: a Spark DDL string, a JSON Schema file or module:Model"),
@@ -55,9 +55,14 @@ def run(
     key: Annotated[str, typer.Option(help="key as column kafka_key: none, string, binary")] = (
         "none"
     ),
-    registry: Annotated[str | None, typer.Option(help="avro: Schema Registry URL")] = None,
+    registry: Annotated[
+        str | None, typer.Option(help="avro, protobuf: Schema Registry URL")
+    ] = None,
     subject: Annotated[
-        str | None, typer.Option(help="avro: registry subject (default TOPIC-value)")
+        str | None, typer.Option(help="avro, protobuf: registry subject (default TOPIC-value)")
+    ] = None,
+    message: Annotated[
+        str | None, typer.Option(help="protobuf: the record message (default the first)")
     ] = None,
     check: Annotated[
         list[str] | None,
@@ -151,8 +156,9 @@ def run(
         raise ConfigError(f"--source {source!r} is not python or jvm")
     shape: dict[str, Any] = {
         "value": value, "value_schema": schema, "key": key, "registry": registry,
-        "subject": subject, "checks": parse_checks(check or []), "transform": transform,
-        "sql": sql, "table": table, "partition_by": tuple(partition_by or ()),
+        "subject": subject, "message": message, "checks": parse_checks(check or []),
+        "transform": transform, "sql": sql, "table": table,
+        "partition_by": tuple(partition_by or ()),
         "output_topic": output_topic,
         "windows": window_spec(window_on, window, watermark, group_by, agg, aggregates),
     }  # fmt: skip

@@ -20,15 +20,21 @@ from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql import types as T  # noqa: N812
 
 from lagless.errors import ConfigError
 from lagless.spark.pipeline.parse import Parsed
+from lagless.spark.pipeline.registry import (
+    HEADER,
+    UNKNOWN_SCHEMA,
+    decoded_parser,
+    fetch_versions,
+    framed_schema_id,
+    registry_client,
+)
 from lagless.spark.pipeline.schemas import RecordSchema, check_names
 
 BROKEN_AVRO = "broken_avro"
-UNKNOWN_SCHEMA = "unknown_schema"
 PRIMITIVE: dict[str, T.DataType] = {
     "string": T.StringType(),
     "int": T.IntegerType(),
@@ -81,29 +87,9 @@ def avro_type(node: Any, named: dict[str, T.DataType]) -> T.DataType:
     return avro_type(kind, named)
 
 
-def registry_client(registry: Any) -> Any:
-    if not isinstance(registry, str):
-        return registry  # a SchemaRegistryClient (or confluent-kafka's mock) given in Python
-    try:
-        from confluent_kafka.schema_registry import SchemaRegistryClient
-    except ImportError as exc:
-        raise ConfigError(f"--value avro needs the schemaregistry extra: {exc}") from None
-    return SchemaRegistryClient.new_client({"url": registry})
-
-
 def fetch_schemas(registry: Any, subject: str) -> tuple[dict[int, str], str]:
     """Every version's schema of ``subject`` by schema id, and the latest one's text."""
-    client = registry_client(registry)
-    try:
-        versions = sorted(client.get_versions(subject))
-        found = [client.get_version(subject, v) for v in versions]
-    except Exception as exc:
-        raise ConfigError(f"schema registry: subject {subject}: {exc}") from None
-    if not found:
-        raise ConfigError(f"schema registry: subject {subject} has no versions")
-    for registered in found:
-        if (registered.schema.schema_type or "AVRO") != "AVRO":
-            raise ConfigError(f"schema registry: subject {subject} is not Avro")
+    found = fetch_versions(registry_client(registry, "--value avro"), subject, "AVRO")
     return {r.schema_id: r.schema.schema_str for r in found}, found[-1].schema.schema_str
 
 
@@ -132,14 +118,14 @@ class AvroDecoder:
             writers = {i: fastavro.parse_schema(json.loads(s)) for i, s in self.writers.items()}
             self._parsed = writers, fastavro.parse_schema(json.loads(self.reader))
         writers, reader = self._parsed
-        if value is None or len(value) < 5 or value[0] != 0:
+        schema_id = framed_schema_id(value)
+        if value is None or schema_id is None:
             return None, BROKEN_AVRO, "value is not in the Schema Registry's wire format"
-        schema_id = int.from_bytes(value[1:5], "big")
         writer = writers.get(schema_id)
         if writer is None:
             return None, UNKNOWN_SCHEMA, f"schema id {schema_id} is not a version of the subject"
         try:
-            record = fastavro.schemaless_reader(io.BytesIO(value[5:]), writer, reader)
+            record = fastavro.schemaless_reader(io.BytesIO(value[HEADER:]), writer, reader)
         except Exception as exc:
             return None, BROKEN_AVRO, f"cannot decode: {exc}"[:500]
         return record, None, None
@@ -148,20 +134,4 @@ class AvroDecoder:
 def parse_avro(registry: Any, subject: str) -> tuple[RecordSchema, Callable[[DataFrame], Parsed]]:
     writers, reader = fetch_schemas(registry, subject)
     schema = record_schema(reader, subject)
-    result = T.StructType(
-        [
-            T.StructField("data", schema.struct),
-            T.StructField("cls", T.StringType()),
-            T.StructField("msg", T.StringType()),
-        ]
-    )
-    decode = F.udf(AvroDecoder(writers, reader).decode, result, useArrow=False)
-
-    def parse(raw: DataFrame) -> Parsed:
-        d = decode(F.col("value"))
-        reason = F.when(
-            d["cls"].isNotNull(), F.struct(d["cls"].alias("cls"), d["msg"].alias("msg"))
-        )
-        return Parsed({name: d["data"][name] for name in schema.names}, (reason,))
-
-    return schema, parse
+    return schema, decoded_parser(schema, AvroDecoder(writers, reader).decode)

@@ -56,10 +56,11 @@ class PipelineConfig(BaseModel):
     """Everything a pipeline run needs, validated once (see :meth:`build`). The query is
     ``lagless-TABLE-TOPIC``, its checkpoint ``CHECKPOINT/TABLE``.
 
-    Input: ``topic`` (one, or several comma-separated), ``value`` (json | avro | raw; protobuf
-    is refused), ``value_schema`` (json: a DDL string, a ``StructType``, a JSON Schema file,
-    ``module:Model`` or a pydantic model class; avro: from ``registry``, subject ``subject``,
-    default ``TOPIC-value``), ``key`` (none | string | binary: the ``kafka_key`` column),
+    Input: ``topic`` (one, or several comma-separated), ``value`` (json | avro | protobuf |
+    raw), ``value_schema`` (json: a DDL string, a ``StructType``, a JSON Schema file,
+    ``module:Model`` or a pydantic model class; avro, protobuf: from ``registry``, subject
+    ``subject``, default ``TOPIC-value``; protobuf: the record ``message``, default the
+    file's first), ``key`` (none | string | binary: the ``kafka_key`` column),
     ``checks``. Transformation: ``transform`` (``module:function`` or a function) or ``sql``.
     Output: ``OUTPUT/TABLE/[PARTITION-BY=.../]batch_id=N/`` Parquet, ``output_topic``,
     ``windows`` (to ``OUTPUT/aggregates/``); dead letters to ``dlq_topic`` (``TOPIC-dlq``)."""
@@ -75,6 +76,7 @@ class PipelineConfig(BaseModel):
     key: KeyFormat = "none"
     registry: Any = None
     subject: str | None = None
+    message: str | None = None
     checks: tuple[Any, ...] = ()
     transform: Any = None
     sql: str | None = None
@@ -171,18 +173,27 @@ class PipelineConfig(BaseModel):
             raise ConfigError("--dlq-topic must differ from --topic")
         if config.output_topic is not None and config.output_topic in config.topics:
             raise ConfigError("--output-topic must differ from --topic")
-        if config.value == "protobuf":
-            raise ConfigError("--value protobuf is not supported yet (json, avro or raw)")
         if config.value == "json" and config.value_schema is None:
             raise ConfigError(
                 "--value json needs --schema (a DDL string, a JSON Schema file or module:Model)"
             )
-        if config.value == "avro" and config.registry is None:
-            raise ConfigError("--value avro needs --registry URL")
-        if config.value == "raw" and config.value_schema is not None:
-            raise ConfigError("--schema is for --value json (avro takes it from the registry)")
+        config.check_value_options()
         config.transformation  # noqa: B018 (a transformation that cannot be imported fails here)
         return config
+
+    def check_value_options(self) -> None:
+        """Each value option given only with the value format that uses it."""
+        registered = self.value in ("avro", "protobuf")
+        if registered and self.registry is None:
+            raise ConfigError(f"--value {self.value} needs --registry URL")
+        if self.value != "json" and self.value_schema is not None:
+            raise ConfigError(
+                "--schema is for --value json (avro and protobuf take it from the registry)"
+            )
+        if not registered and (self.registry is not None or self.subject is not None):
+            raise ConfigError("--registry and --subject are for --value avro or protobuf")
+        if self.value != "protobuf" and self.message is not None:
+            raise ConfigError("--message is for --value protobuf")
 
     @property
     def topics(self) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ each record's header array included, into an intermediate row). A row is rejecte
 | ``missing_field`` | a required field is absent or null |
 | ``schema_violation`` | the JSON Schema (a file's, a model's) rejects the record |
 | ``broken_avro``, ``unknown_schema`` | Avro values: see :mod:`lagless.spark.pipeline.avro` |
+| ``broken_protobuf``, ``unknown_schema`` | Protobuf: see :mod:`lagless.spark.pipeline.protobuf` |
 | a check's name | a :class:`Check` does not hold |
 
 Only rejected rows keep their original key, value and headers (:data:`~.dlq.ORIGINAL`):

@@ -56,6 +56,7 @@ from lagless.spark.pipeline.config import PipelineConfig, Trigger
 from lagless.spark.pipeline.dlq import valid_rows
 from lagless.spark.pipeline.parse import Parsed, parse, parse_json, parse_raw
 from lagless.spark.pipeline.progress import BatchReport, PipelineListener, ProgressTracker
+from lagless.spark.pipeline.protobuf import parse_protobuf
 from lagless.spark.pipeline.schemas import resolve_schema
 from lagless.spark.pipeline.stopping import POLL_S, StopAware, stop_queries
 from lagless.spark.pipeline.storage import (
@@ -166,10 +167,14 @@ def prepare_topics(config: PipelineConfig) -> int:
 
 
 def value_parser(config: PipelineConfig, spark: SparkSession) -> Callable[[DataFrame], Parsed]:
-    """How values are parsed (the schema resolved: DDL needs the session, Avro the registry)."""
+    """How values are parsed (the schema resolved: DDL needs the session, Avro and Protobuf
+    the registry)."""
     if config.value == "avro":
         _, avro = parse_avro(config.registry, config.subject_name)
         return avro
+    if config.value == "protobuf":
+        _, protobuf = parse_protobuf(config.registry, config.subject_name, config.message)
+        return protobuf
     if config.value == "raw":
         return parse_raw
     return parse_json(resolve_schema(config.value_schema, spark))

@@ -5,7 +5,8 @@
 - a JSON Schema file (``*.json``) or a pydantic model (``module:Model``, or the class): the
   Spark schema is derived from the JSON Schema, and every record is also validated by the
   JSON Schema itself (:mod:`lagless.spark.pipeline.validate`);
-- an Avro schema from a Schema Registry (:mod:`lagless.spark.pipeline.avro`).
+- an Avro schema from a Schema Registry (:mod:`lagless.spark.pipeline.avro`);
+- a Protobuf message from a Schema Registry (:mod:`lagless.spark.pipeline.protobuf`).
 """
 
 from __future__ import annotations
