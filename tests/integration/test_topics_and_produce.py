@@ -116,6 +116,10 @@ def test_rate_mode_paces_records(cluster: Cluster, make_topic) -> None:  # type:
         (("produce", "--topic", "t"), "give --count N"),
         (("produce", "--topic", "t", "--count", "5", "--bad-fraction", "2"), "--bad-fraction"),
         (("-b", "127.0.0.1:1", "produce", "--topic", "t", "--count", "5"), "cannot reach Kafka"),
+        (
+            ("-b", "127.0.0.1:1", "consume", "t", "--group", "g", "--connect-timeout", "2"),
+            "cannot reach Kafka at 127.0.0.1:1 within 2 s",
+        ),
         (("-b", "nonsense", "topic", "describe", "t"), "not HOST:PORT"),
         (("topic", "create", "t", "--partitions", "0"), "--partitions"),
     ],

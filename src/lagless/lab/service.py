@@ -22,6 +22,8 @@ from lagless.lab.scenarios import Scenario
 
 ENRICH_HANDLER = "lagless.lab.enrich:enrich"
 ENRICH_BATCH = 100  # records per call of the enrich handler (one acknowledgement wait each)
+CONNECT_TIMEOUT_S = 60.0  # a starting instance waits this long for the cluster to answer
+SLOW_START_S = 5.0  # an instance that took longer from its start to joining is reported
 
 
 @dataclass(frozen=True)
@@ -110,11 +112,26 @@ class Service:
             "--topic", spec.topic, "--group", spec.group, "--handler", spec.handler,
             "--ordering", "partition", "--max-in-flight", str(spec.partitions),
             "--on-failure", "stop", "--commit-interval", str(self.commit_interval_s),
-            "--shutdown-budget", "10", *spec.flags, *self.scenario.consume_flags(slot),
+            "--shutdown-budget", "10", "--connect-timeout", str(CONNECT_TIMEOUT_S),
+            *spec.flags, *self.scenario.consume_flags(slot),
         ]  # fmt: skip
         instance.start(self.bootstrap, args, dict(spec.env))
         self.instances.append(instance)
         return instance
+
+    def slow_starts(self) -> list[str]:
+        """A note per instance that took more than :data:`SLOW_START_S` from its start to
+        joining the group (its SUBSCRIBED event): a loaded machine or a slow broker. It waited
+        (up to :data:`CONNECT_TIMEOUT_S` for the cluster to answer); only a cluster that never
+        answers makes it fail."""
+        notes = []
+        for instance in self.instances:
+            joined = [e.ts for e in instance.events() if e.kind is EventKind.SUBSCRIBED]
+            took = joined[0] - instance.started_at if joined else None
+            if took is not None and took > SLOW_START_S:
+                notes.append(f"{self.spec.name} {instance.name} took {took:.1f} s from its start "
+                             "to joining the group (a slow start, waited for)")  # fmt: skip
+        return notes
 
     def current(self) -> list[Instance]:
         """Running instances not asked to stop."""
