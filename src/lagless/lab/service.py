@@ -120,18 +120,21 @@ class Service:
         return instance
 
     def slow_starts(self) -> list[str]:
-        """A note per instance that took more than :data:`SLOW_START_S` from its start to
-        joining the group (its SUBSCRIBED event): a loaded machine or a slow broker. It waited
-        (up to :data:`CONNECT_TIMEOUT_S` for the cluster to answer); only a cluster that never
-        answers makes it fail."""
-        notes = []
+        """One note when instances took more than :data:`SLOW_START_S` from their start to
+        joining the group (their SUBSCRIBED event): a loaded machine or a slow broker. They
+        waited (up to :data:`CONNECT_TIMEOUT_S` for the cluster to answer); only a cluster that
+        never answers makes one fail."""
+        took = []
         for instance in self.instances:
             joined = [e.ts for e in instance.events() if e.kind is EventKind.SUBSCRIBED]
-            took = joined[0] - instance.started_at if joined else None
-            if took is not None and took > SLOW_START_S:
-                notes.append(f"{self.spec.name} {instance.name} took {took:.1f} s from its start "
-                             "to joining the group (a slow start, waited for)")  # fmt: skip
-        return notes
+            if joined:
+                took.append(joined[0] - instance.started_at)
+        slow = [t for t in took if t > SLOW_START_S]
+        if not slow:
+            return []
+        return [f"{self.spec.name}: {len(slow)} of {len(took)} instances took more than "
+                f"{SLOW_START_S:.0f} s from their start to joining the group ({min(slow):.1f}-"
+                f"{max(slow):.1f} s; a slow start, waited for)"]  # fmt: skip
 
     def current(self) -> list[Instance]:
         """Running instances not asked to stop."""
