@@ -108,6 +108,13 @@ def test_rate_mode_paces_records(cluster: Cluster, make_topic) -> None:  # type:
     assert sum(ids_in(cluster, topic).values()) == 300
 
 
+# a consumer waits --connect-timeout seconds for the cluster at start (5 s unless given)
+SLOW_CONSUME = (
+    "-b", "127.0.0.1:1", "consume", "t", "--group", "g", "--on-failure", "stop",
+    "--connect-timeout", "2",
+)  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
@@ -116,6 +123,7 @@ def test_rate_mode_paces_records(cluster: Cluster, make_topic) -> None:  # type:
         (("produce", "--topic", "t"), "give --count N"),
         (("produce", "--topic", "t", "--count", "5", "--bad-fraction", "2"), "--bad-fraction"),
         (("-b", "127.0.0.1:1", "produce", "--topic", "t", "--count", "5"), "cannot reach Kafka"),
+        (SLOW_CONSUME, "cannot reach Kafka at 127.0.0.1:1 within 2 s"),
         (("-b", "nonsense", "topic", "describe", "t"), "not HOST:PORT"),
         (("topic", "create", "t", "--partitions", "0"), "--partitions"),
     ],

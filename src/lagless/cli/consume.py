@@ -12,7 +12,8 @@ from typing import Annotated
 import typer
 
 from lagless.broker.embedded import default_state_dir
-from lagless.cli.common import interactive, kafka_conf, options
+from lagless.cli.common import interactive, options
+from lagless.cli.common import settings as kafka_settings
 from lagless.cli.consume_run import progress_line, run_and_report
 from lagless.engine import (
     Engine,
@@ -26,6 +27,7 @@ from lagless.engine import (
 from lagless.engine.events import EVENTS_FILE
 from lagless.engine.memory import tune_gc
 from lagless.errors import ConfigError
+from lagless.kafka.admin import check_reachable
 from lagless.observe.instance import Publisher, StatusBoard
 from lagless.observe.metrics import Metrics
 
@@ -193,6 +195,12 @@ def consume(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object at the end")] = (
         False
     ),
+    connect_timeout: Annotated[
+        float,
+        typer.Option(
+            min=1.0, help="seconds to wait for the cluster to answer at start before giving up"
+        ),
+    ] = 5.0,
 ) -> None:
     """Consume topics with a handler: concurrency beyond partitions, safe commits, DLQ.
 
@@ -248,7 +256,8 @@ def consume(
         stall_seconds=stall_seconds,
     )
     run_handler = load_handler(handler, batch=batch_size is not None)
-    conf = kafka_conf(ctx)
+    conf = kafka_settings(ctx, check=False).to_librdkafka()
+    check_reachable(conf, timeout=connect_timeout)
     metrics = Metrics(group=config.group)
     tune_gc()
     instance = client_id or static_id or f"{socket.gethostname()}-{os.getpid()}"

@@ -48,6 +48,13 @@ rollouts.
     committed offset, summed over the topic (None when not read). This is what the rebalance
     article's "max lag" chart shows; committed lag also holds what was fetched and not yet
     committed (about rate x commit interval in a steady state).
+``handovers``
+    Where the unconsumed time of a partition changing owner goes
+    (:mod:`lagless.lab.handovers`): per handover (two consecutive ownerships of a partition by
+    different instances, both consuming, the first ending in the window), the old owner's
+    draining (consumption end to release), the time owned by nobody (release to the new
+    ASSIGNED) and the new owner's first record (ASSIGNED to CONSUMING); averaged and maxed
+    apart for handovers from a stopping owner and from a running one.
 ``e2e_ms``
     End-to-end latency of a handler run = ``done_ms - ts_ms`` (record timestamp to handler done),
     over the runs with outcome ``ok`` or ``dlq`` finished in the window; p50 / p99 / max are exact
@@ -77,6 +84,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lagless.lab.handovers import handovers
 from lagless.lab.model import (
     EventKind,
     InstanceEvent,
@@ -319,6 +327,7 @@ def measure(data: ScenarioData) -> Measures:
         processed=len(done),
         produced=len(data.produced),
         max_position_lag_records=_max_or_none([s.position_lag_records for s in lag], None),
+        handovers=handovers(owned, start, end),
     )
 
 

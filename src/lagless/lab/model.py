@@ -146,6 +146,24 @@ class Percentiles:
 
 
 @dataclass(frozen=True)
+class HandoverStat:
+    """Handovers of one kind: how many, and each part's average and maximum in seconds."""
+
+    count: int = 0
+    draining_s: tuple[float, float] | None = None  # (avg, max)
+    unowned_s: tuple[float, float] | None = None
+    first_record_s: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class Handovers:
+    """A window's handovers (:mod:`lagless.lab.handovers`), from stopping and running owners."""
+
+    from_stopping: HandoverStat = field(default_factory=HandoverStat)
+    from_running: HandoverStat = field(default_factory=HandoverStat)
+
+
+@dataclass(frozen=True)
 class Measures:
     """One scenario's results; each figure is defined in :mod:`lagless.lab.measures`."""
 
@@ -163,6 +181,7 @@ class Measures:
     processed: int = 0
     produced: int = 0
     max_position_lag_records: int | None = None
+    handovers: Handovers | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -295,7 +314,7 @@ class ScenarioReport:
         names = (
             "rebalances", "rebalance_s", "max_unconsumed_s", "max_lag_records", "max_lag_s",
             "e2e_ms", "e2e_rollout_ms", "lost", "duplicated", "ownership_overlaps", "overlap_s",
-            "processed", "produced", "max_position_lag_records",
+            "processed", "produced", "max_position_lag_records", "handovers",
         )  # fmt: skip
         doc = self.measures.to_json() if self.measures is not None else {}
         out.update({name: doc.get(name) for name in names})

@@ -242,7 +242,8 @@ class ScenarioRun:
         datas = [s.collect(run_start, run_end, produced, triggers if s.spec.rolled else [],
                            list(self.windows)) for s in self.services]  # fmt: skip
         measured = [measure(d) for d in datas]
-        notes = list(dict.fromkeys(self.notes))  # a note repeated per rollout is said once
+        slow = [note for s in self.services for note in s.slow_starts()]
+        notes = list(dict.fromkeys(self.notes + slow))  # a note repeated is said once
         if load.failed:
             notes.append(f"{load.failed} records failed to produce: {load.first_error}")
         services = tuple(

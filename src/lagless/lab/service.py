@@ -22,6 +22,8 @@ from lagless.lab.scenarios import Scenario
 
 ENRICH_HANDLER = "lagless.lab.enrich:enrich"
 ENRICH_BATCH = 100  # records per call of the enrich handler (one acknowledgement wait each)
+CONNECT_TIMEOUT_S = 60.0  # a starting instance waits this long for the cluster to answer
+SLOW_START_S = 5.0  # an instance that took longer from its start to joining is reported
 
 
 @dataclass(frozen=True)
@@ -110,11 +112,29 @@ class Service:
             "--topic", spec.topic, "--group", spec.group, "--handler", spec.handler,
             "--ordering", "partition", "--max-in-flight", str(spec.partitions),
             "--on-failure", "stop", "--commit-interval", str(self.commit_interval_s),
-            "--shutdown-budget", "10", *spec.flags, *self.scenario.consume_flags(slot),
+            "--shutdown-budget", "10", "--connect-timeout", str(CONNECT_TIMEOUT_S),
+            *spec.flags, *self.scenario.consume_flags(slot),
         ]  # fmt: skip
         instance.start(self.bootstrap, args, dict(spec.env))
         self.instances.append(instance)
         return instance
+
+    def slow_starts(self) -> list[str]:
+        """One note when instances took more than :data:`SLOW_START_S` from their start to
+        joining the group (their SUBSCRIBED event): a loaded machine or a slow broker. They
+        waited (up to :data:`CONNECT_TIMEOUT_S` for the cluster to answer); only a cluster that
+        never answers makes one fail."""
+        took = []
+        for instance in self.instances:
+            joined = [e.ts for e in instance.events() if e.kind is EventKind.SUBSCRIBED]
+            if joined:
+                took.append(joined[0] - instance.started_at)
+        slow = [t for t in took if t > SLOW_START_S]
+        if not slow:
+            return []
+        return [f"{self.spec.name}: {len(slow)} of {len(took)} instances took more than "
+                f"{SLOW_START_S:.0f} s from their start to joining the group ({min(slow):.1f}-"
+                f"{max(slow):.1f} s; a slow start, waited for)"]  # fmt: skip
 
     def current(self) -> list[Instance]:
         """Running instances not asked to stop."""
