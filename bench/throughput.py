@@ -2,7 +2,7 @@
 
 Prints one JSON object. Usage: python bench/throughput.py [--records N] [--slow-records M]
 [--partitions P] [--keys K] [--value-bytes B] [--max-in-flight F] [--batch-size S]
-[--only noop,sleep,cpu] [--repeat R]
+[--only noop,sleep,cpu] [--repeat R] [--before SRC]
 
 Topic ``fast``: N jobs records (~150 B values, the ``lagless-id`` header, K keys). Read by
   raw_loop          ``consume(500)``, no per-record work: the ceiling of the client
@@ -31,6 +31,12 @@ of all the variants of a group, and its figures are those of its median run (eve
 in ``records_per_s_each``; peak RSS the highest): a 1M-record raw loop lasts under a second,
 and single runs of it varied 1.1M-1.7M records/s on an idle machine. The machine's load
 average is printed too: on a shared machine only the ratios of one run compare.
+
+``--before SRC``: also run every lagless variant (not the raw and naive loops, which do not
+change) on the lagless package found in ``SRC`` (the ``src`` directory of another checkout,
+e.g. the code before a change: ``git worktree add /tmp/before main``), in the same rounds right
+after the same variant here, so both meet the same load; its figures are under ``before`` (ratios
+to this run's raw and naive loops) and each variant's ``of_before`` is its rate over that one.
 """
 
 from __future__ import annotations
@@ -252,6 +258,9 @@ def main() -> None:
     parser.add_argument(
         "--default-gc", action="store_true", help="leave the collector as Python sets it"
     )
+    parser.add_argument(
+        "--before", help="the src directory of a second lagless to run beside this one"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.repeat < 1:
@@ -269,6 +278,7 @@ def main() -> None:
     cpu_loops = _handlers.calibrate()
     load_before = os.getloadavg()
     result: dict[str, Any] = {}
+    before: dict[str, Any] = {}
     with bench_cluster() as (bootstrap, embedded), tempfile.TemporaryDirectory() as tmp:
         conf = {"bootstrap.servers": bootstrap}
         topics = {"fast": f"fast-{uuid.uuid4().hex[:8]}", "slow": f"slow-{uuid.uuid4().hex[:8]}"}
@@ -294,6 +304,7 @@ def main() -> None:
             # the raw loop always runs: every ratio is to it
             variants = listed if kind in groups else [v for v in listed if v == "raw_loop"]
             runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+            runs_before: dict[str, list[dict[str, Any]]] = {}
             for turn in range(args.repeat):  # rounds of every variant, so load hits all alike
                 for variant in variants:
                     spans = Path(tmp) / f"{group}-{variant}-{turn}.spans"
@@ -304,12 +315,25 @@ def main() -> None:
                     spec = {**base, "topic": topics[topic], "records": count}
                     flags = ["--default-gc"] if args.default_gc else []
                     spec = {**spec, "variant": variant, "kind": kind, "flags": flags}
-                    runs[variant].append(run_child(spec, env))
+                    runs[variant].append(run_child(dict(spec), env))
+                    if args.before and variant not in ("raw_loop", "naive"):
+                        other = {**env, "PYTHONPATH": str(Path(args.before).resolve())}
+                        runs_before.setdefault(variant, []).append(run_child(spec, other))
             if variants:
                 result[group] = {v: median_run(each) for v, each in runs.items()}
+            if runs_before:
+                before[group] = {v: median_run(each) for v, each in runs_before.items()}
     raw_rate = result["noop"]["raw_loop"]["records_per_s"]
     for figures in result.values():
         ratios(figures, raw_rate)
+    for group, figures in before.items():
+        figures["naive"] = result[group]["naive"]  # the same loop: the ratios' reference
+        ratios(figures, raw_rate)
+        del figures["naive"]
+        for variant, old in figures.items():
+            new = result[group][variant]["records_per_s"]
+            rate = old["records_per_s"]
+            result[group][variant]["of_before"] = round(new / rate, 3) if rate else None
     if "cpu" in result:
         cpu = result["cpu"]
         cpu["processes_over_threads"] = round(
@@ -331,6 +355,7 @@ def main() -> None:
                 "gc": "default" if args.default_gc else "tuned as lagless consume",
                 "load_average": [round(x, 2) for x in (*load_before, *os.getloadavg())],
                 **result,
+                **({"before": {"src": args.before, **before}} if args.before else {}),
             },
             sort_keys=True,
         )

@@ -100,13 +100,14 @@ def test_batch_registration_and_overrides() -> None:
     only_batch = lagless.App(group="g")
     only_batch.handler("t", batch_size=5, dlq="d")(many)
     assert only_batch.configured(batch_size=50).engine_configs()[0].batch_size == 50
-    # --no-inline: the batch handlers' too; refused, not ignored, where none takes batches
-    assert [c.inline for c in app.configured(inline=False).engine_configs()] == [False, True]
+    # --no-inline: every handler's, per record as in batches (both may run on the poll thread)
+    assert [c.inline for c in app.configured(inline=False).engine_configs()] == [False, False]
+    assert [c.inline for c in app.configured().engine_configs()] == [True, True]
     assert only_batch.configured(inline=False).engine_configs()[0].inline is False
-    with pytest.raises(ConfigError, match="handler one: takes one record at a time; inline "):
-        only_single.configured(inline=False)
-    with pytest.raises(ConfigError, match=r"handler one: inline=False \(--no-inline\) applies"):
-        lagless.App(group="g").handler("u", dlq="d", inline=False)(one)
+    assert only_single.configured(inline=False).engine_configs()[0].inline is False
+    single = lagless.App(group="g")
+    single.handler("u", dlq="d", inline=False)(one)
+    assert single.engine_configs()[0].inline is False
 
 
 def test_the_async_wrapper_returns_decode_failures_without_calling_the_function() -> None:

@@ -22,7 +22,7 @@ from lagless.errors import ConfigError
 from lagless.kafka.names import check_topic
 
 AsyncHandler = Callable[[Record], Coroutine[Any, Any, None]]
-BATCH_OPTIONS = ("batch_size", "batch_linger_ms", "inline")
+BATCH_OPTIONS = ("batch_size", "batch_linger_ms")
 
 
 @dataclass(frozen=True)

@@ -119,8 +119,8 @@ def consume(
     inline: Annotated[
         bool,
         typer.Option(
-            help="with --batch-size: a handler measured fast runs its batches' first call on "
-            "the poll thread; --no-inline: always on the worker threads"
+            help="a handler measured fast runs on the poll thread (per record, or a batch's "
+            "first call); --no-inline: always on the worker threads"
         ),
     ] = True,
     retries: Annotated[int, typer.Option(help="retries after a failed attempt")] = 3,

@@ -107,7 +107,7 @@ def run(
         float | None, typer.Option(help="batch handlers: wait up to MS to fill a batch")
     ] = None,
     no_inline: Annotated[
-        bool, typer.Option("--no-inline", help="batch handlers: every call on worker threads")
+        bool, typer.Option("--no-inline", help="every handler call on worker threads")
     ] = False,
     retries: Annotated[int | None, typer.Option(help="retries after a failed attempt")] = None,
     retry_backoff: Annotated[float | None, typer.Option(help="first retry delay, s")] = None,

@@ -76,8 +76,10 @@ class EngineConfig(BaseModel):
     )
     inline: bool = Field(
         True,
-        description="a batch handler measured fast and busy runs its batches' first call on "
-        "the poll thread (see lagless.engine.workers.inline); False: always on the worker threads",
+        description="a handler measured fast and busy runs on the poll thread (per record: "
+        "records of a partition holding nothing else as they are polled, and tasks; batches: "
+        "their first call; see lagless.engine.workers.inline); False: always on the worker "
+        "threads",
     )
     retries: int = Field(3, ge=0, le=100)
     retry_backoff_s: float = Field(0.1, gt=0)
@@ -144,8 +146,6 @@ class EngineConfig(BaseModel):
             raise ValueError("max poll interval must be at least the session timeout")
         if self.batch_size is None and self.batch_linger_ms:
             raise ValueError("batch linger applies only with a batch size")
-        if self.batch_size is None and not self.inline:
-            raise ValueError("inline=False (--no-inline) applies only with a batch size")
         if self.batch_size is not None and self.batch_size > self.max_pending:
             raise ValueError(
                 f"batch size {self.batch_size} exceeds max pending {self.max_pending}: "

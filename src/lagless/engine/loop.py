@@ -26,8 +26,9 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from lagless.engine.config import EngineConfig
+from lagless.engine.dispatch.fast_path import FastPath
 from lagless.engine.dispatch.launcher import Launcher
-from lagless.engine.dispatch.strategy import strategy_for
+from lagless.engine.dispatch.strategy import PerRecord, strategy_for
 from lagless.engine.events import EventKind, EventLog
 from lagless.engine.handlers import BatchHandler, Handler
 from lagless.engine.intake.poll import Intake
@@ -144,6 +145,13 @@ class Engine:
             inline=config.inline,
         )
         self.launcher.start(workers)
+        if isinstance(workers, ThreadWorkers) and workers.inlines and isinstance(
+            self.strategy, PerRecord
+        ):
+            self.intake.fast_path = FastPath(
+                config, self.owned, self.strategy, self.tally, lifecycle, self.offsets,
+                self.completions, workers,
+            )  # fmt: skip
         try:
             if config.dlq_topic is not None:
                 self.completions.dlq = DeadLetterQueue(

@@ -57,6 +57,11 @@ class PartitionQueue:
         self._laned = ordering is not Ordering.UNORDERED
         self._lanes: dict[Hashable, deque[Record]] = {}  # a lane is busy while present
 
+    @property
+    def lanes(self) -> int:
+        """Lanes present (busy, or with their head record ready)."""
+        return len(self._lanes)
+
     def push(self, record: Record, now: float) -> bool:
         """Hold ``record``; True if it is ready at once."""
         if not self.held:
@@ -166,6 +171,19 @@ class Dispatcher(Turns):
         if busy:
             self._orphans[tp] = busy
         return self._dropped(queue.held, len(queue.ready))
+
+    def quiet(self, tp: PartitionKey) -> bool:
+        """Whether open partition ``tp`` holds no record and no lane of it is busy (a task of
+        it runs, or of an earlier assignment of it)."""
+        queue = self._queues.get(tp)
+        return queue is not None and not queue.held and not queue.lanes and tp not in self._orphans
+
+    def occupy(self, record: Record) -> None:
+        """Keep ``record``'s lane busy: it runs outside a task of this dispatcher (the rest of
+        a record that started on the poll thread) until :meth:`release`."""
+        lane = lane_of(record, self.ordering)
+        if lane is not None:
+            self._queues[(record.topic, record.partition)].occupy(lane)
 
     def push(self, record: Record, now: float = 0.0) -> None:
         tp = (record.topic, record.partition)

@@ -24,6 +24,16 @@ POLL_EVERY_S = 0.05  # poll at least this often, however much is buffered
 POLL_SHORT_S = 0.005  # poll this often while a partition holds nothing and workers are free
 
 
+def count_left(count: int | None, tally: Tally, owned: Owned) -> int | None:
+    """How many more records may start under ``--count`` (None: no count): exactly N finish,
+    so none starts that the count could not use (those finished, in flight, or failed with
+    their dead letter on its way count)."""
+    if count is None:
+        return None
+    pending_letters = sum(s.dead_letters for s in owned.states.values())
+    return count - tally.processed - pending_letters - tally.in_flight
+
+
 class Launcher:
     """Hands tasks to the workers (on the poll thread)."""
 
@@ -98,14 +108,10 @@ class Launcher:
         if self._offsets.holds_starts(now):
             return  # eager: a commit was refused, the revoke is coming (offsets.carry)
         size = self.task_size()
-        left: int | None = None
-        count = self._config.count
         states = self._owned.states
-        if count is not None:  # start no more than --count can still use: exactly N finish
-            pending_letters = sum(s.dead_letters for s in states.values())
-            left = count - tally.processed - pending_letters - tally.in_flight
+        left = count_left(self._config.count, tally, self._owned)
         submit, next_task = workers.submit, self._strategy.dispatcher.next_task
-        chained, inlined = self._chained, workers.inlined
+        chained, ran_here = self._chained, workers.ran_here
         while tally.tasks < limit:
             if left is not None:
                 if left <= 0:
@@ -123,5 +129,5 @@ class Launcher:
                 left -= len(records)
             submit(records, state.epoch, key if chained else None)
         tally.max_in_flight_seen = max(tally.max_in_flight_seen, tally.tasks)
-        if workers.inlined != inlined:  # batches ran here (workers.inline): done already
+        if workers.ran_here != ran_here:  # tasks ran here (workers.inline): done already
             self._completions.collect(wait=0.0)

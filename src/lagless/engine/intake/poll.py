@@ -2,7 +2,8 @@
 
 A poll's messages are split into runs of one partition (:func:`partition_runs`: one C-level
 call a message, no Python object per message). A run is offered to its partition as far as the
-partition has room (:mod:`.backpressure`): what the dispatch strategy makes of it
+partition has room (:mod:`.backpressure`); a fast per-record handler runs what it can of it at
+once (:mod:`lagless.engine.dispatch.fast_path`); what the dispatch strategy makes of the rest
 (:mod:`lagless.engine.dispatch.strategy`: records for a per-record handler, the messages
 themselves for a batch handler) is tracked and queued; what does not fit is kept and the
 partition paused. Kept records are offered again, and paused partitions resumed, once they
@@ -19,6 +20,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from lagless.engine.config import EngineConfig
+from lagless.engine.dispatch.fast_path import FastPath
 from lagless.engine.dispatch.strategy import Strategy
 from lagless.engine.events import EventKind
 from lagless.engine.intake.backpressure import FlowControl
@@ -57,6 +59,7 @@ class Intake:
         self._first_record_seen = first_record  # a partition's first record: gauges now
         self.flow = FlowControl(config.max_pending)
         self.consumer: Consumer | None = None  # set when the run starts
+        self.fast_path: FastPath | None = None  # set when the run starts, if it applies
         self.last_poll = time.monotonic()
         self._reported_errors: set[tuple[int, str | None]] = set()
 
@@ -121,13 +124,19 @@ class Intake:
             items = items[:room]
         if not items:
             return 0
-        skipped = self._strategy.offer(state, items, now)
         timing = self._tally.timing
         if timing.first_received is None:
             timing.first_received = now
+        taken = len(items)
+        if self.fast_path is not None:  # a fast handler: on this thread at once
+            rest: list[Any] = self.fast_path.run(state, items, now)
+            if not rest:
+                return taken
+            items = rest
+        skipped = self._strategy.offer(state, items, now)
         if skipped:
             self._tally.count(state, SKIPPED, skipped)
-        return len(items)
+        return taken
 
     def _consumer_error(self, err: KafkaError, msg: Message) -> None:
         if err.fatal():

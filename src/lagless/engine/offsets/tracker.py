@@ -210,6 +210,18 @@ class PartitionTracker(TrackerBase):
         fresh = [a is Arrival.NEW for a in arrivals]
         return fresh, sum(a is Arrival.DONE_BEFORE for a in arrivals)
 
+    def passes(self, first: int, last: int) -> bool:
+        """Whether a fetched run ``first..last`` may run through at once (see :meth:`passed`):
+        nothing held, and the run wholly new."""
+        return not self._window and self._all_new(first, last)
+
+    def passed(self, last: int) -> None:
+        """The records of a run that :meth:`passes` up to offset ``last`` were received and
+        finished at once (the fast path: :mod:`lagless.engine.dispatch.fast_path`); the
+        committable offset moves past them, the window stays empty."""
+        self._last_received = last
+        self._next = last + 1
+
     def complete(self, offset: int) -> None:
         """Mark ``offset`` finished; the committable offset moves past finished records."""
         self._done.add(offset)

@@ -179,6 +179,16 @@ class Completions:
         self._metrics.dlq_records.labels(letter.record.topic).inc()
         self._finish(state, [letter.record], letter.outcome.finished_at, DLQ)
 
+    def finished_here(
+        self, state: PartitionState, records: Sequence[Record], seconds: list[float]
+    ) -> None:
+        """``records`` of ``state``'s partition ran on the poll thread (the fast path, see
+        :mod:`lagless.engine.dispatch.fast_path`) and succeeded, in ``seconds`` each; their
+        tracker knows already."""
+        self._publish.processing(state.metrics.processing, seconds)
+        self._strategy.measured(seconds)
+        self._counted(state, records, time.time(), OK, None)
+
     def _finish(
         self,
         state: PartitionState,
@@ -192,6 +202,17 @@ class Completions:
         if not records:
             return
         state.tracker.complete_records(records)
+        self._counted(state, records, finished_at, kind, stamps)
+
+    def _counted(
+        self,
+        state: PartitionState,
+        records: Sequence[Record],
+        finished_at: float,
+        kind: str,
+        stamps: NDArray[np.int64] | None,
+    ) -> None:
+        """Count finished ``records``: the tally, the record ledger, the metrics."""
         self._tally.count(state, kind, len(records), metric=False)
         if self._records is not None:
             for record in records:

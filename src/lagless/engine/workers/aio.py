@@ -116,6 +116,7 @@ class AsyncWorkers:
     task_s = ASYNC_TASK_S
     chains = False
     inlined = 0
+    ran_here = 0
 
     def __init__(
         self, handler: Any, batch: bool, policy: RetryPolicy, completions: Queue[object]

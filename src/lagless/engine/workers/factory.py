@@ -25,7 +25,7 @@ def make_workers(
     inline: bool = False,
 ) -> Workers:
     """Where ``handler`` runs, per record or per batch when ``batch``: an event loop if it is
-    ``async def``, else processes or threads (with ``inline``, a fast batch's first call on
+    ``async def``, else processes or threads (with ``inline``, a fast handler's calls on
     the poll thread: see :mod:`lagless.engine.workers.inline`)."""
     if is_async(handler):
         if processes:
@@ -37,4 +37,4 @@ def make_workers(
     run: Runner = run_batch if batch else run_each
     if processes:
         return ProcessWorkers(processes, handler, run, policy, completions)
-    return ThreadWorkers(threads, handler, run, policy, completions, inline=inline and batch)
+    return ThreadWorkers(threads, handler, run, policy, completions, inline=inline, batch=batch)

@@ -70,6 +70,7 @@ class ProcessWorkers:
     task_s = PROCESS_TASK_S
     chains = False
     inlined = 0
+    ran_here = 0
 
     def __init__(
         self,

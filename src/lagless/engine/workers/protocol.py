@@ -49,6 +49,7 @@ class Workers(Protocol):
     task_s: float  # how long one task of a per-record handler should take
     chains: bool  # whether submit takes a lane
     inlined: int  # batches whose first call ran on the submitting thread (see engine.inline)
+    ran_here: int  # tasks that started on the submitting thread (batches and per record)
 
     def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
         """Start a task; with a ``lane`` (only if ``chains``), after the tasks of the lane

@@ -1,5 +1,5 @@
 """Worker threads: the default place handlers run, with lanes (a partition's tasks one after
-another on one thread) and, for a fast batch handler, its first call on the poll thread (see
+another on one thread) and, for a fast handler, calls on the poll thread (see
 :mod:`lagless.engine.workers.inline`)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from lagless.engine.intake.messages import stamps_ms
 from lagless.engine.record import Record
 from lagless.engine.workers.batch import BatchRun
-from lagless.engine.workers.inline import InlinePace
+from lagless.engine.workers.inline import HereRun, InlinePace, note_here, rest_of, run_here
 from lagless.engine.workers.protocol import THREAD_TASK_S, Completion, Runner
 from lagless.engine.workers.retry import RetryPolicy, TaskResult, Wait
 
@@ -26,9 +26,10 @@ _Task = tuple[Sequence[Record], int, Hashable, Callable[[Wait], TaskResult | Non
 
 class ThreadWorkers:
     """``size`` threads running the handler. A task of a lane that is running waits behind
-    it (in ``_lanes``, under ``_lock``) and its thread runs it next. With ``inline`` (a batch
-    handler), a fast batch's first call runs in :meth:`submit`, on the poll thread (see
-    :mod:`lagless.engine.workers.inline`)."""
+    it (in ``_lanes``, under ``_lock``) and its thread runs it next. With ``inline``, a fast
+    handler's task starts in :meth:`submit`, on the poll thread: a batch's first call, a
+    per-record task's first attempts (see :mod:`lagless.engine.workers.inline`); and
+    :meth:`run_here` runs records there for the poll loop's fast path."""
 
     task_s = THREAD_TASK_S
     chains = True
@@ -42,13 +43,16 @@ class ThreadWorkers:
         completions: Queue[object],
         *,
         inline: bool = False,
+        batch: bool = False,
     ) -> None:
         self._handler = handler
+        self._batch = batch
         self._run = run
         self._policy = policy
         self._completions = completions
         self._pace = InlinePace() if inline else None
-        self.inlined = 0
+        self.inlined = 0  # batches whose first call ran in submit
+        self.ran_here = 0  # tasks that started in submit (batches and per-record tasks)
         self.calling_here = False  # a first call runs in submit now (on the poll thread)
         self.interrupting = False  # the engine raised KeyboardInterrupt into that call
         self._tasks: SimpleQueue[_Task | None] = SimpleQueue()
@@ -65,7 +69,10 @@ class ThreadWorkers:
     def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
         pace = self._pace  # only this thread adds lanes: one not running now stays so
         if pace is not None and pace.fast and (lane is None or lane not in self._lanes):
-            self._start_here(pace, records, epoch, lane)
+            if self._batch:
+                self._start_here(pace, records, epoch, lane)
+            else:
+                self._records_here(pace, records, epoch, lane)
         else:
             self._queue((records, epoch, lane, None))
 
@@ -94,12 +101,64 @@ class ThreadWorkers:
             self.calling_here = False
         pace.note(time.perf_counter() - wall, time.thread_time() - cpu)
         self.inlined += 1
+        self.ran_here += 1
         if run.interrupted and (self.interrupting or _ctrl_c_raises_here()):
             raise KeyboardInterrupt  # a Ctrl-C: the caller's, not the handler's failure
         if result is None:
             self._queue((records, epoch, lane, run.advance))
         else:
             self._completions.put(Completion(records, epoch, result, stamps=stamps_ms(records)))
+
+    @property
+    def inlines(self) -> bool:
+        """Whether calls may run on the calling thread (``inline``)."""
+        return self._pace is not None
+
+    @property
+    def fast(self) -> bool:
+        """Whether the handler's calls run on the calling thread now."""
+        pace = self._pace
+        return pace is not None and pace.fast
+
+    def run_here(self, records: Sequence[Record]) -> HereRun:
+        """First attempts of ``records`` on this thread (:func:`.inline.run_here`), measured.
+        A Ctrl-C raised into a call (see :meth:`lagless.engine.loop.Engine.hurry`) ends the
+        run at that record, its error the ``KeyboardInterrupt``: :meth:`interrupted` says so."""
+        self.calling_here = True
+        try:
+            here = run_here(self._handler, records)
+        finally:
+            self.calling_here = False
+        if self._pace is not None:
+            note_here(self._pace, here)
+        return here
+
+    def interrupted(self, here: HereRun) -> bool:
+        """Whether a run here ended on a Ctrl-C (the caller's to raise, not the handler's
+        failure)."""
+        return isinstance(here.error, KeyboardInterrupt) and (
+            self.interrupting or _ctrl_c_raises_here()
+        )
+
+    def resume(self, records: Sequence[Record], epoch: int, here: HereRun) -> None:
+        """Hand a worker thread the rest of a task of ``records`` that started on this thread
+        (``here``: what its first records did, see :func:`.inline.rest_of`)."""
+        self._queue((records, epoch, None, rest_of(self._handler, records, here, self._policy)))
+
+    def _records_here(
+        self, pace: InlinePace, records: Sequence[Record], epoch: int, lane: Hashable
+    ) -> None:
+        """A fast per-record task on this thread; what it did not finish (a failed record's
+        retries, the records after it or past the time budget) on a worker thread."""
+        here = self.run_here(records)
+        self.ran_here += 1
+        if self.interrupted(here):
+            raise KeyboardInterrupt  # a Ctrl-C: the caller's, not the handler's failure
+        if here.done == len(records):
+            result = TaskResult(time.time(), here.seconds, {})
+            self._completions.put(Completion(records, epoch, result))
+        else:
+            self._queue((records, epoch, lane, rest_of(self._handler, records, here, self._policy)))
 
     def abort(self) -> None:
         self._stopping.set()
@@ -117,6 +176,7 @@ class ThreadWorkers:
         handler, run, policy, wait = self._handler, self._run, self._policy, self._stopping.wait
         put, lanes, lock, pace = self._completions.put, self._lanes, self._lock, self._pace
         perf, thread_time = time.perf_counter, time.thread_time
+        per_call = self._batch  # a task is one call (a batch), else one call a record
         while (task := self._tasks.get()) is not None:
             lane = task[2]
             while True:
@@ -128,7 +188,8 @@ class ThreadWorkers:
                 else:
                     wall, cpu = perf(), thread_time()
                     result = run(handler, records, policy, wait)
-                    pace.note(perf() - wall, thread_time() - cpu)
+                    calls = 1 if per_call else max(1, len(records))
+                    pace.note((perf() - wall) / calls, (thread_time() - cpu) / calls)
                 assert result is not None
                 put(Completion(records, epoch, result, stamps=stamps_ms(records)))
                 if lane is None:
