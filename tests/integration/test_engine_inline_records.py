@@ -35,7 +35,8 @@ def test_a_fast_handler_turning_slow_does_not_stall_the_poll_loop(
     cluster: Cluster, make_topic: Callable[..., str], group: str
 ) -> None:
     topic = make_topic(partitions=3)
-    ids = produce_jobs(cluster.conf, topic, RECORDS, sleep_ms=(0, 0))
+    # keyed: unkeyed, an idle producer's sticky partitioner puts them all in one partition
+    ids = produce_jobs(cluster.conf, topic, RECORDS, sleep_ms=(0, 0), keys=50)
     ledger = Ledger()
     lock = threading.Lock()
     calls = [0]
