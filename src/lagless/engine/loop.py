@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from lagless.engine.config import EngineConfig
 from lagless.engine.dispatch.fast_path import FastPath
-from lagless.engine.dispatch.launcher import Launcher
+from lagless.engine.dispatch.launcher import DispatchParts, Launcher
 from lagless.engine.dispatch.strategy import PerRecord, strategy_for
 from lagless.engine.events import EventKind, EventLog
 from lagless.engine.handlers import BatchHandler, Handler
@@ -112,8 +112,10 @@ class Engine:
         self.completions = Completions(
             config, metrics, new_inbox(), owned, strategy, tally, lifecycle, publisher, ledger
         )
-        self.launcher = Launcher(config, owned, strategy, tally, lifecycle, self.offsets,
-                                 self.completions)  # fmt: skip
+        self._dispatch_parts = DispatchParts(
+            config, owned, strategy, tally, lifecycle, self.offsets, self.completions
+        )
+        self.launcher = Launcher(self._dispatch_parts)
         self.rebalance = Rebalance(
             config, metrics, owned, strategy, self.offsets, self.intake, self.completions,
             self.launcher, self.settling, tally, lifecycle,
@@ -148,10 +150,7 @@ class Engine:
         if isinstance(workers, ThreadWorkers) and workers.inlines and isinstance(
             self.strategy, PerRecord
         ):
-            self.intake.fast_path = FastPath(
-                config, self.owned, self.strategy, self.tally, lifecycle, self.offsets,
-                self.completions, workers,
-            )  # fmt: skip
+            self.intake.fast_path = FastPath(self._dispatch_parts, workers)
         try:
             if config.dlq_topic is not None:
                 self.completions.dlq = DeadLetterQueue(

@@ -19,17 +19,11 @@ failed is tracked, its lane kept busy, and its retries go on on a worker thread 
 
 from __future__ import annotations
 
-from lagless.engine.config import EngineConfig
-from lagless.engine.dispatch.launcher import count_left
+from lagless.engine.dispatch.launcher import DispatchParts, count_left
 from lagless.engine.dispatch.strategy import PerRecord
-from lagless.engine.lifecycle import Lifecycle
-from lagless.engine.offsets.commits import OffsetLedger
 from lagless.engine.offsets.tracker import PartitionTracker
-from lagless.engine.partitions.owned import Owned
 from lagless.engine.partitions.state import PartitionState
 from lagless.engine.record import Record
-from lagless.engine.results.completions import Completions
-from lagless.engine.tally import Tally
 from lagless.engine.workers.inline import HereRun
 from lagless.engine.workers.threads import ThreadWorkers
 
@@ -37,30 +31,17 @@ from lagless.engine.workers.threads import ThreadWorkers
 class FastPath:
     """Runs polled records of quiet partitions on the poll thread (see the module)."""
 
-    def __init__(
-        self,
-        config: EngineConfig,
-        owned: Owned,
-        strategy: PerRecord,
-        tally: Tally,
-        lifecycle: Lifecycle,
-        offsets: OffsetLedger,
-        completions: Completions,
-        workers: ThreadWorkers,
-    ) -> None:
-        self._count = config.count
-        self._owned = owned
-        self._strategy = strategy
-        self._tally = tally
-        self._lifecycle = lifecycle
-        self._offsets = offsets
-        self._completions = completions
+    def __init__(self, parts: DispatchParts, workers: ThreadWorkers) -> None:
+        assert isinstance(parts.strategy, PerRecord)  # batches take the ordinary way
+        self._parts = parts
+        self._strategy: PerRecord = parts.strategy
         self._workers = workers
 
     def run(self, state: PartitionState, records: list[Record], now: float) -> list[Record]:
         """Run what of ``records`` (fetched, of ``state``'s partition, in offset order) may run
         here now; the records left for the ordinary way."""
-        workers, lifecycle, tracker = self._workers, self._lifecycle, state.tracker
+        parts, workers, tracker = self._parts, self._workers, state.tracker
+        lifecycle = parts.lifecycle
         assert isinstance(tracker, PartitionTracker)
         if (
             not workers.fast
@@ -70,10 +51,10 @@ class FastPath:
             or lifecycle.failure is not None
             or not self._strategy.dispatcher.quiet(state.tp)
             or not tracker.passes(records[0].offset, records[-1].offset)
-            or self._offsets.holds_starts(now)
+            or parts.offsets.holds_starts(now)
         ):
             return records
-        left = count_left(self._count, self._tally, self._owned)
+        left = count_left(parts.config.count, parts.tally, parts.owned)
         run = records if left is None or left >= len(records) else records[: max(0, left)]
         if not run:
             return records
@@ -83,7 +64,7 @@ class FastPath:
             finished = records[:done]
             tracker.passed(finished[-1].offset)
             state.last_timestamp_ms = finished[-1].timestamp_ms
-            self._completions.finished_here(state, finished, here.seconds)
+            parts.completions.finished_here(state, finished, here.seconds)
         if workers.interrupted(here):
             raise KeyboardInterrupt  # a Ctrl-C: the caller's, not the handler's failure
         if here.error is None:
@@ -104,6 +85,7 @@ class FastPath:
         tracker.receive_many([record.offset], now, [record.timestamp_ms])
         self._strategy.dispatcher.occupy(record)
         state.in_flight += 1
-        self._tally.in_flight += 1
-        self._tally.tasks += 1
+        tally = self._parts.tally
+        tally.in_flight += 1
+        tally.tasks += 1
         self._workers.resume([record], state.epoch, here._replace(done=0, seconds=[]))

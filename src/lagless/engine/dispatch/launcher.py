@@ -8,6 +8,7 @@ the workers while fewer than ``max_in_flight`` run; it also says when the loop s
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from lagless.engine.config import EngineConfig
 from lagless.engine.dispatch.strategy import Strategy
@@ -34,26 +35,31 @@ def count_left(count: int | None, tally: Tally, owned: Owned) -> int | None:
     return count - tally.processed - pending_letters - tally.in_flight
 
 
+@dataclass(frozen=True)
+class DispatchParts:
+    """The engine's parts that starting tasks reads and updates: the launcher's, and the
+    fast path's (:mod:`.fast_path`)."""
+
+    config: EngineConfig
+    owned: Owned
+    strategy: Strategy
+    tally: Tally
+    lifecycle: Lifecycle
+    offsets: OffsetLedger
+    completions: Completions
+
+
 class Launcher:
     """Hands tasks to the workers (on the poll thread)."""
 
-    def __init__(
-        self,
-        config: EngineConfig,
-        owned: Owned,
-        strategy: Strategy,
-        tally: Tally,
-        lifecycle: Lifecycle,
-        offsets: OffsetLedger,
-        completions: Completions,
-    ) -> None:
-        self._config = config
-        self._owned = owned
-        self._strategy = strategy
-        self._tally = tally
-        self._lifecycle = lifecycle
-        self._offsets = offsets
-        self._completions = completions
+    def __init__(self, parts: DispatchParts) -> None:
+        self._config = parts.config
+        self._owned = parts.owned
+        self._strategy = parts.strategy
+        self._tally = parts.tally
+        self._lifecycle = parts.lifecycle
+        self._offsets = parts.offsets
+        self._completions = parts.completions
         self.workers: Workers | None = None  # set when the run starts (see start)
         self._chained = False  # a partition's batches in lanes of the workers
 
