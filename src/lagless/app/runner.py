@@ -27,7 +27,7 @@ from lagless.app.health import LOCALHOST, AppHealth, serve
 from lagless.app.outputs import OutputProducer
 from lagless.engine import Engine, EngineConfig, Progress, RunSummary
 from lagless.errors import ConfigError, LaglessError
-from lagless.observe.instance import StatusBoard
+from lagless.observe.instance import StatusBoard, metrics_url
 from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -45,14 +45,6 @@ def output_producer(conf: Mapping[str, Any], spec: HandlerSpec) -> OutputProduce
         err = exc.args[0] if exc.args else exc
         reason = err.str() if isinstance(err, KafkaError) else str(err)
         raise ConfigError(f"handler {spec.name}: output_conf: {reason}") from None
-
-
-def metrics_url(host: str, port: int | None) -> str | None:
-    """Where this process's metrics are read from on this machine (loopback for a wildcard)."""
-    if port is None:
-        return None
-    loopback = LOCALHOST if host in ("0.0.0.0", "::", "") else host
-    return f"http://[{loopback}]:{port}" if ":" in loopback else f"http://{loopback}:{port}"
 
 
 def status_board(name: str, config: EngineConfig, url: str | None) -> StatusBoard:
@@ -93,6 +85,7 @@ class Runner:
 
     def start(self) -> None:
         try:
+            url = metrics_url(self._metrics_host, self._metrics_port)
             for spec, config in zip(self._specs, self._configs, strict=True):
                 producer = output_producer(self._conf, spec)
                 self._producers.append(producer)
@@ -105,7 +98,6 @@ class Runner:
                     on_progress=self._progress_of(spec.name),
                 )
                 self._engines[spec.name] = engine
-                url = metrics_url(self._metrics_host, self._metrics_port)
                 board = status_board(spec.name, config, url)
                 board.follow(engine.status)
                 self.boards[spec.name] = board

@@ -28,7 +28,7 @@ from lagless.engine.events import EVENTS_FILE
 from lagless.engine.memory import tune_gc
 from lagless.errors import ConfigError
 from lagless.kafka.admin import check_reachable
-from lagless.observe.instance import Publisher, StatusBoard
+from lagless.observe.instance import Publisher, StatusBoard, metrics_url
 from lagless.observe.metrics import Metrics
 
 # EngineConfig's fields as this command's flags (EngineConfig validates; errors name the flags)
@@ -268,7 +268,7 @@ def consume(
             events = stack.enter_context(contextlib.closing(log_file))
         audit = stack.enter_context(contextlib.closing(Ledger(ledger))) if ledger else None
         show = stack.enter_context(progress_line(interactive() and not as_json))
-        url = None if metrics_port is None else f"http://127.0.0.1:{metrics_port}"
+        url = metrics_url("127.0.0.1", metrics_port)  # Metrics.serve binds 127.0.0.1
         # what `lagless ui` shows as owners
         board = StatusBoard(config.group, instance, url, topics=config.topics)
         engine = Engine(

@@ -60,6 +60,15 @@ class PartitionView:
     paused: bool
 
 
+def metrics_url(host: str, port: int | None) -> str | None:
+    """Where metrics served on ``host:port`` are read from on this machine (loopback for a
+    wildcard address); None without a port."""
+    if port is None:
+        return None
+    loopback = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"http://[{loopback}]:{port}" if ":" in loopback else f"http://{loopback}:{port}"
+
+
 class StatusBoard:
     """The latest view of one instance (thread-safe: the engine posts, readers copy)."""
 
