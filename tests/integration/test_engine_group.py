@@ -28,6 +28,7 @@ from tests.integration.engine_helpers import (
     finish,
     read_ledgers,
     spawn,
+    wait_for_lines,
 )
 
 pytestmark = pytest.mark.integration
@@ -58,8 +59,13 @@ def test_members_join_and_leave_while_records_flow(
     members = [spawn(cmd, ledgers[0]), spawn(cmd, ledgers[1])]  # two members
     try:
         time.sleep(9)
+        # On a loaded machine a start and join can take longer than the sleeps: the third
+        # joins once the first two have work, and the first leaves once the third has.
+        for ledger in ledgers[:2]:
+            assert wait_for_lines(ledger, 1, timeout=60) >= 1, "a first member got no work"
         members.append(spawn(cmd, ledgers[2]))  # a third joins
         time.sleep(9)
+        assert wait_for_lines(ledgers[2], 1, timeout=60) >= 1, "the third member got no work"
         members[0].send_signal(signal.SIGTERM)  # the first leaves cleanly
         code, out, err = finish(members[0], timeout=60)
         assert code == 0, err[-2000:]
