@@ -110,14 +110,19 @@ class Parsed:
 
 def parse_json(schema: RecordSchema) -> Callable[[DataFrame], Parsed]:
     struct = StructType([*schema.struct.fields, StructField(CORRUPT, StringType())])
+    built: list[Parsed] = []
 
     def parse(raw: DataFrame) -> Parsed:
-        text = F.col("value").cast("string")
-        e = F.from_json(text, struct, PARSE_OPTIONS)
-        reasons = [json_reason(e, F.col("value"), schema)]
-        if schema.json_schema is not None:
-            reasons.append(schema_reason(text, schema.json_schema))
-        return Parsed({name: e[name] for name in schema.names}, tuple(reasons))
+        # The columns name ``value``, not a frame's column: built once (each a py4j call),
+        # they serve the empty frame of the pre-start check and the stream alike.
+        if not built:
+            text = F.col("value").cast("string")
+            e = F.from_json(text, struct, PARSE_OPTIONS)
+            reasons = [json_reason(e, F.col("value"), schema)]
+            if schema.json_schema is not None:
+                reasons.append(schema_reason(text, schema.json_schema))
+            built.append(Parsed({name: e[name] for name in schema.names}, tuple(reasons)))
+        return built[0]
 
     return parse
 

@@ -185,11 +185,9 @@ def parsed_stream(config: PipelineConfig, spark: SparkSession, raw: DataFrame) -
     are tried on an empty frame first (ConfigError with one line when they do not fit)."""
     values = value_parser(config, spark)
     empty = spark.createDataFrame([], kafka_schema(include_headers=True))
-    columns = valid_rows(parse(empty, values, config.key, config.checks)).columns
-    if config.transformation is not None:
-        columns = config.transformation.check(
-            valid_rows(parse(empty, values, config.key, config.checks))
-        )
+    rows = valid_rows(parse(empty, values, config.key, config.checks))
+    transformation = config.transformation
+    columns = rows.columns if transformation is None else transformation.check(rows)
     missing = [c for c in config.partition_by if c not in columns]
     if missing:
         raise ConfigError(
