@@ -9,13 +9,15 @@ default) or a fresh librdkafka mock cluster (``--broker mock``: a test cluster, 
 production broker; ``--mock-heartbeat-ms`` sets its KIP-848 heartbeat interval, librdkafka's
 default 5,000 ms otherwise). The instances' records and the HTML page go to
 out/bench/rebalance-TIME/. At the defaults about 10-15 minutes; ``--profile article`` takes
-the 360-s window per scenario plus start and drain.
+the 360-s window per scenario plus start and drain. SIGTERM or Ctrl-C stops the lab, which
+still prints the scenarios that finished.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -41,6 +43,19 @@ def cluster(kind: str, heartbeat_ms: int | None) -> Iterator[str]:
         yield bootstrap
 
 
+def forward(lab: subprocess.Popen[str]) -> None:
+    """SIGTERM (forwarded) or Ctrl-C (the terminal sends it to the lab too) stops the lab,
+    which prints the scenarios that finished (exit 130); this script then prints them too,
+    rather than dying with nothing."""
+
+    def stop(_signum: int, _frame: object) -> None:
+        if lab.poll() is None:
+            lab.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--broker", choices=("tansu", "mock"), default="tansu")
@@ -48,20 +63,22 @@ def main() -> int:
     ours, lab_args = parser.parse_known_args()
     out = Path("out") / "bench" / time.strftime("rebalance-%Y%m%d-%H%M%S")
     with cluster(ours.broker, ours.mock_heartbeat_ms) as bootstrap:
-        result = subprocess.run(
+        lab = subprocess.Popen(
             [LAGLESS, "-b", bootstrap, "lab", "rebalance", "--json", "--out", str(out),
              *lab_args],
-            stdout=subprocess.PIPE, text=True, check=False,
+            stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
+        forward(lab)
+        stdout, _ = lab.communicate()
     try:
-        doc = json.loads(result.stdout)
+        doc = json.loads(stdout)
     except ValueError:
-        sys.stdout.write(result.stdout)
-        return result.returncode or 1
+        sys.stdout.write(stdout)
+        return lab.returncode or 1
     doc["bench"] = {"broker": ours.broker, "mock_heartbeat_ms": ours.mock_heartbeat_ms,
                     "args": lab_args}  # fmt: skip
     sys.stdout.write(json.dumps(doc) + "\n")
-    return result.returncode
+    return lab.returncode
 
 
 if __name__ == "__main__":

@@ -46,7 +46,13 @@ from lagless.lab.model import (
 )
 from lagless.lab.rollout import Fleet, check_strategy, plan
 from lagless.lab.scenarios import Scenario
-from lagless.lab.service import ENRICH_BATCH, ENRICH_HANDLER, Service, ServiceSpec
+from lagless.lab.service import (
+    ENRICH_BATCH,
+    ENRICH_HANDLER,
+    SERVICE2_BATCH,
+    Service,
+    ServiceSpec,
+)
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +147,7 @@ class ScenarioRun:
             second = ServiceSpec(
                 "service-2", f"lab-{name}-{run_id}-2", f"lab-{name}-{run_id}-2",
                 config.partitions2, config.instances2, config.work2_ms, rolled=False,
+                flags=("--batch-size", str(SERVICE2_BATCH)),
             )  # fmt: skip
             specs = [
                 replace(

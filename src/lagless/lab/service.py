@@ -22,6 +22,11 @@ from lagless.lab.scenarios import Scenario
 
 ENRICH_HANDLER = "lagless.lab.enrich:enrich"
 ENRICH_BATCH = 100  # records per call of the enrich handler (one acknowledgement wait each)
+# service #2's sleep handler takes batches of up to this many of a partition's records (one
+# handler call, one completion): per record, the engine's hand-off to a worker thread and back
+# cost more CPU than the 3.5 ms of sleeping work; a record is done when its batch is, at most
+# (SERVICE2_BATCH - 1) x its work later than alone
+SERVICE2_BATCH = 8
 CONNECT_TIMEOUT_S = 60.0  # a starting instance waits this long for the cluster to answer
 SLOW_START_S = 5.0  # an instance that took longer from its start to joining is reported
 
