@@ -3,8 +3,11 @@ reads themselves are tested against the real broker in tests/integration/test_ui
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any, cast
+
+import pytest
 
 from lagless.errors import ClusterError
 from lagless.kafka.groups import GroupInfo, Member
@@ -127,3 +130,32 @@ def test_a_deleted_group_disappears() -> None:
     s.cycle()
     del reads.commits["g"]
     assert s.cycle().group("g") is None
+
+
+def test_an_unexpected_failure_of_a_cycle_is_shown_and_sampling_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reads = Reads()
+    broken = [True]
+
+    def instances() -> list[dict[str, Any]]:
+        if broken[0]:
+            raise TypeError("a bug in a look")
+        return []
+
+    s = Sampler(cast(ClusterReads, reads), interval=0.05, instances=instances).start()
+    try:
+        deadline = time.monotonic() + 10
+        while (s.latest.error or "").startswith("not sampled") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        failed = s.latest
+        assert failed.up is False and failed.error == "sampling failed: TypeError: a bug in a look"
+        time.sleep(0.3)  # several cycles fail the same way: one traceback logged
+        broken[0] = False
+        while not s.latest.up and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert s.latest.up and s.latest.group("g") is not None  # the thread lived on
+    finally:
+        s.stop()
+    logged = [r for r in caplog.records if r.exc_info is not None]
+    assert len(logged) == 1 and "TypeError" in caplog.text
