@@ -101,6 +101,20 @@ def test_a_group_with_lag_and_no_member_is_stop_at_once() -> None:
     assert g is not None and g.status == "STOP" and g.active is False
 
 
+def test_a_stable_group_without_members_whose_instances_are_gone_is_stop() -> None:
+    reads = Reads()
+    reads.info["g"] = GroupInfo("g", "Stable", "", ())  # Tansu after a kill -9: still Stable
+    docs = [{"group": "g", "client_id": "c1", "partitions": [{"topic": "t", "partition": 1}]}]
+    s = sampler(reads, docs)
+    alive = s.cycle().group("g")
+    assert alive is not None and alive.active is True and alive.status != "STOP"
+    docs.clear()  # the instance was killed
+    gone = s.cycle().group("g")
+    assert gone is not None and gone.lag > 0 and gone.active is False and gone.status == "STOP"
+    never = sampler(reads).cycle().group("g")  # no instance ever seen: the broker's word holds
+    assert never is not None and never.active is True
+
+
 def test_owners_come_from_the_broker_else_from_the_instances() -> None:
     reads = Reads()
     member = Member("m-1", "client-a", "/10.0.0.1", (("t", 0), ("t", 1)))

@@ -105,6 +105,7 @@ class Sampler:
         self._history: dict[tuple[str, str, int], deque[Observation]] = {}
         self._down_since: float | None = None
         self._failed: str | None = None  # the last unexpected failure logged (once)
+        self._instanced: set[str] = set()  # groups whose lagless instances were seen
         self._previous_ends: tuple[float, dict[PartitionKey, int]] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lagless-ui-sampler", daemon=True)
@@ -210,8 +211,13 @@ class Sampler:
                     PartitionSample(key[0], key[1], committed, ends[key], lag, seconds, who)
                 )
             active = activity(info)
-            if active is not True and held:
+            if held:
                 active = True
+                self._instanced.add(group)
+            elif active and group in self._instanced and (info is None or not info.members):
+                # the broker lists no member (Tansu keeps a killed group Stable) and every
+                # instance of the group the console saw is gone: no live member
+                active = False
             sample = GroupSample(
                 group, info.state if info else "Unknown", protocol_of(info),
                 members, source, tuple(parts), active, listed_as=aliases.get(group),
@@ -256,4 +262,6 @@ class Sampler:
         keep = {(g.group, p.topic, p.partition) for g in groups for p in g.partitions}
         for key in [k for k in self._history if k not in keep]:
             del self._history[key]
-        self.rebalances.forget({g.group for g in groups})
+        names = {g.group for g in groups}
+        self.rebalances.forget(names)
+        self._instanced &= names
