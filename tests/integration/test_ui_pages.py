@@ -17,7 +17,7 @@ from confluent_kafka import Producer
 from lagless.kafka.admin import alter_committed_offsets
 from tests.conftest import Cluster
 from tests.integration.browser import watched
-from tests.integration.ui_helpers import console
+from tests.integration.ui_helpers import console, poll, request
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -78,13 +78,12 @@ def test_a_long_group_id_without_breaks_wraps_instead_of_widening_the_page(
     topic = make_topic(1)
     group = "G" * 230 + str(time.time_ns())[-10:]  # 240 characters, no break
     alter_committed_offsets(cluster.conf, group, {(topic, 0): 0})
-    with (
-        console(tmp_path / "home", cluster.bootstrap, tmp_path) as (base, _ui),
-        watched(browser, base.rstrip("/") + "/group/" + quote(group, safe=""),
-                {"width": 1280, "height": 900}, allowed=(base,)) as w,
-    ):  # fmt: skip
-        page = w.page
-        page.wait_for_selector("#group-name")
-        page.wait_for_timeout(1500)  # the live parts filled in
-        assert page.inner_text("#group-name") == group
-        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    with console(tmp_path / "home", cluster.bootstrap, tmp_path) as (base, _ui):
+        url = base.rstrip("/") + "/group/" + quote(group, safe="")
+        poll(lambda: request(url)[0] == 200, 60, "the group sampled")
+        with watched(browser, url, {"width": 1280, "height": 900}, allowed=(base,)) as w:
+            page = w.page
+            page.wait_for_selector("#group-name")
+            page.wait_for_timeout(1500)  # the live parts filled in
+            assert page.inner_text("#group-name") == group
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1280
