@@ -1,5 +1,6 @@
 """The console's Lab and Dead letters pages in Chromium: lab runs with links and a running
-lab's progress; dead letters grouped by error class, with reasons and coordinates as text."""
+lab's progress; dead letters grouped by error class, with reasons and coordinates as text; a
+long group id wrapped on its page."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 import pytest
 from confluent_kafka import Producer
 
+from lagless.kafka.admin import alter_committed_offsets
 from tests.conftest import Cluster
 from tests.integration.browser import watched
-from tests.integration.ui_helpers import console
+from tests.integration.ui_helpers import console, poll, request
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -67,3 +70,20 @@ def test_lab_and_dead_letter_pages(
         assert "bad amount <img src=x onerror=alert(1)>" in letters and "orders[2]@105" in letters
         assert page.locator("img").count() == 0 and page.locator("main b").count() == 0
         assert w.problems() == []
+
+
+def test_a_long_group_id_without_breaks_wraps_instead_of_widening_the_page(
+    cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path, browser: Browser
+) -> None:
+    topic = make_topic(1)
+    group = "G" * 230 + str(time.time_ns())[-10:]  # 240 characters, no break
+    alter_committed_offsets(cluster.conf, group, {(topic, 0): 0})
+    with console(tmp_path / "home", cluster.bootstrap, tmp_path) as (base, _ui):
+        url = base.rstrip("/") + "/group/" + quote(group, safe="")
+        poll(lambda: request(url)[0] == 200, 60, "the group sampled")
+        with watched(browser, url, {"width": 1280, "height": 900}, allowed=(base,)) as w:
+            page = w.page
+            page.wait_for_selector("#group-name")
+            page.wait_for_timeout(1500)  # the live parts filled in
+            assert page.inner_text("#group-name") == group
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1280

@@ -3,8 +3,11 @@ reads themselves are tested against the real broker in tests/integration/test_ui
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any, cast
+
+import pytest
 
 from lagless.errors import ClusterError
 from lagless.kafka.groups import GroupInfo, Member
@@ -98,6 +101,20 @@ def test_a_group_with_lag_and_no_member_is_stop_at_once() -> None:
     assert g is not None and g.status == "STOP" and g.active is False
 
 
+def test_a_stable_group_without_members_whose_instances_are_gone_is_stop() -> None:
+    reads = Reads()
+    reads.info["g"] = GroupInfo("g", "Stable", "", ())  # Tansu after a kill -9: still Stable
+    docs = [{"group": "g", "client_id": "c1", "partitions": [{"topic": "t", "partition": 1}]}]
+    s = sampler(reads, docs)
+    alive = s.cycle().group("g")
+    assert alive is not None and alive.active is True and alive.status != "STOP"
+    docs.clear()  # the instance was killed
+    gone = s.cycle().group("g")
+    assert gone is not None and gone.lag > 0 and gone.active is False and gone.status == "STOP"
+    never = sampler(reads).cycle().group("g")  # no instance ever seen: the broker's word holds
+    assert never is not None and never.active is True
+
+
 def test_owners_come_from_the_broker_else_from_the_instances() -> None:
     reads = Reads()
     member = Member("m-1", "client-a", "/10.0.0.1", (("t", 0), ("t", 1)))
@@ -127,3 +144,32 @@ def test_a_deleted_group_disappears() -> None:
     s.cycle()
     del reads.commits["g"]
     assert s.cycle().group("g") is None
+
+
+def test_an_unexpected_failure_of_a_cycle_is_shown_and_sampling_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reads = Reads()
+    broken = [True]
+
+    def instances() -> list[dict[str, Any]]:
+        if broken[0]:
+            raise TypeError("a bug in a look")
+        return []
+
+    s = Sampler(cast(ClusterReads, reads), interval=0.05, instances=instances).start()
+    try:
+        deadline = time.monotonic() + 10
+        while (s.latest.error or "").startswith("not sampled") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        failed = s.latest
+        assert failed.up is False and failed.error == "sampling failed: TypeError: a bug in a look"
+        time.sleep(0.3)  # several cycles fail the same way: one traceback logged
+        broken[0] = False
+        while not s.latest.up and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert s.latest.up and s.latest.group("g") is not None  # the thread lived on
+    finally:
+        s.stop()
+    logged = [r for r in caplog.records if r.exc_info is not None]
+    assert len(logged) == 1 and "TypeError" in caplog.text

@@ -85,8 +85,25 @@ def test_answers_that_are_no_status_are_left_out() -> None:
     assert status_objects(42) is None and status_objects("x") is None
     assert status_objects([1, {"group": 3, "partitions": []}, {"group": "g"}]) == []
     parts = [{"topic": "t", "partition": 0}, {"topic": "t"}, "p", {"topic": 1, "partition": 2}]
-    (doc,) = status_objects({"group": "g", "partitions": parts}) or [{}]
+    (doc,) = status_objects({"group": "g", "client_id": "c", "partitions": parts}) or [{}]
     assert doc["partitions"] == [{"topic": "t", "partition": 0}]
+
+
+def test_malformed_figures_drop_their_partition_with_the_reason() -> None:
+    parts = [
+        {"topic": "t", "partition": 0, "since": "yesterday"},
+        {"topic": "t", "partition": 1, "since": 1.5, "position": [], "generation": True},
+        {"topic": "t", "partition": 2, "since": 1700000000.5, "position": 4, "in_flight": None},
+    ]
+    problems: list[str] = []
+    docs = [{"group": "g", "client_id": "c", "partitions": parts}, {"group": "g", "pid": 1}]
+    (doc,) = status_objects(docs, problems) or [{}]
+    assert [p["partition"] for p in doc["partitions"]] == [2]
+    assert problems == [
+        "instance 'c': partition t[0] left out (since malformed)",
+        "instance 'c': partition t[1] left out (position, generation malformed)",
+        "an instance of group 'g' without a client id or a partition list left out",
+    ]
 
 
 def test_a_remote_answer_that_is_no_status_shows_nothing(tmp_path: Path) -> None:

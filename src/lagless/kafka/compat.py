@@ -11,7 +11,9 @@ request). Kinds known:
   answers the base offset of the last batch + 1 (short by that batch: ends are read from
   fetch responses instead, :mod:`lagless.kafka.offsets`); ``ListOffsets`` by timestamp answers
   with its write time at batch granularity and 0 past the last write (offsets by time are
-  searched in the records instead, :mod:`lagless.kafka.seek`); no ``CreatePartitions``;
+  searched in the records instead, :mod:`lagless.kafka.seek`); no ``CreatePartitions``; a
+  consumer fetching a topic while it is deleted crashes librdkafka (segmentation fault): a
+  long-lived reader fetches in a child process (:mod:`lagless.kafka.isolated`);
 - ``MOCK``: librdkafka's mock cluster (cluster id ``mockCluster…``): no admin API over the
   protocol (topics auto-created with 4 partitions); the mock held by ``lagless broker start
   --kind mock`` creates and deletes topics of any size through its C API
@@ -85,6 +87,7 @@ class Deviations:
     admin_topics: bool = True  # CreateTopics works
     create_partitions: bool = True  # CreatePartitions works
     commit_metadata: bool = True  # a commit's metadata string is kept
+    fetch_survives_delete: bool = True  # a consumer fetching a topic being deleted lives on
 
 
 DEVIATIONS: dict[Kind, Deviations] = {
@@ -95,6 +98,7 @@ DEVIATIONS: dict[Kind, Deviations] = {
         list_offsets_by_time=False,
         create_partitions=False,
         commit_metadata=False,
+        fetch_survives_delete=False,
     ),
     Kind.MOCK: Deviations(
         Kind.MOCK, list_offsets_by_time=False, admin_topics=False, create_partitions=False

@@ -59,6 +59,16 @@ def probe_conf(conf: Mapping[str, Any], isolation: str = "read_uncommitted") -> 
     return out
 
 
+def partitions_text(keys: list[PartitionKey], first: int = 3) -> str:
+    """``keys`` in a line of bounded length: a count of partitions and topics and the first few
+    (``600 partitions of 3 topics (a[0], a[1], a[2], ...)``)."""
+    shown = ", ".join(f"{t}[{p}]" for t, p in keys[:first])
+    if len(keys) <= first:
+        return shown
+    topics = len({t for t, _ in keys})
+    return f"{len(keys)} partitions of {topics} topic{'s' if topics > 1 else ''} ({shown}, ...)"
+
+
 class OffsetProbe:
     """A reusable probe for partition ends (high watermarks) and starts.
 
@@ -118,7 +128,9 @@ class OffsetProbe:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     missing = sorted(set(wanted) - set(ends))
-                    raise ClusterError(f"no end offset within {timeout:.0f} s for {missing}")
+                    raise ClusterError(
+                        f"no end offset within {timeout:.0f} s for {partitions_text(missing)}"
+                    )
                 # consume() waits for all 500 or the timeout: a short one returns as soon as
                 # the last EOF is in (a fixed 0.5 s cost every call otherwise).
                 for msg in self._consumer.consume(500, timeout=min(remaining, EOF_WAIT_S)):

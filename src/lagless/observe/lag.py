@@ -29,7 +29,7 @@ from lagless.errors import ClusterError, LaglessError
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.groups import GroupInfo, describe_group, group_ids
-from lagless.kafka.offsets import OffsetProbe, PartitionKey, probe_conf
+from lagless.kafka.offsets import OffsetProbe, PartitionKey, partitions_text, probe_conf
 from lagless.kafka.records import coordinates, timestamp_ms
 from lagless.observe.lagtime import lag_seconds
 
@@ -165,7 +165,7 @@ class LagReader:
             self._head.unassign()
         missing = sorted(set(positions) - set(found))
         if missing:
-            log.warning("no record fetched within %.0f s for %s", timeout, missing)
+            log.warning("no record fetched within %.0f s for %s", timeout, partitions_text(missing))
         return found
 
     def describe(self) -> GroupInfo | None:

@@ -189,4 +189,5 @@ def cluster(console: Console) -> dict[str, Any]:
         "topics": len(snap.topics),
         "cluster": console.config.cluster_name,
         "interval_s": console.config.interval,
+        "scrape_errors": console.instances.scrape_errors(),
     }

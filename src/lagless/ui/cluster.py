@@ -6,7 +6,8 @@ DescribeGroups for all groups, the groups' committed offsets (requests sent toge
 collected), one metadata request, the log ends of every partition in one probe
 (:mod:`lagless.kafka.offsets`), start offsets in one ListOffsets(EARLIEST) and cached, and the
 head timestamps of lagging partitions cached by position (a partition stuck at one offset costs
-one fetch, not one a cycle).
+one fetch, not one a cycle). Where a topic deleted during a fetch crashes the client (Tansu),
+the probe and the head-record reader run in a child process (:mod:`lagless.kafka.isolated`).
 
 Group ids: Tansu lists a group whose id holds characters such as ``<`` percent-encoded (``%3C``)
 while its offsets are stored under the real id; :meth:`ClusterReads.group_ids` maps each listed
@@ -26,13 +27,16 @@ from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 from lagless.errors import ClusterError
 from lagless.kafka.admin import result_of
 from lagless.kafka.clients import make_admin
+from lagless.kafka.compat import deviations_of
 from lagless.kafka.groups import GroupInfo, Member, state_name
+from lagless.kafka.isolated import IsolatedReads
 from lagless.kafka.offsets import OffsetProbe, PartitionKey
 from lagless.observe.lag import LagReader
 
 EARLIEST = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
 START_REFRESH_S = 300.0  # start offsets move only with retention: read them again this often
 IN_FLIGHT = 100  # offset requests outstanding at once (one per group)
+SAMPLER = "lagless-ui-sampler"  # the group id the head-record reader names
 
 
 class ClusterReads:
@@ -42,16 +46,27 @@ class ClusterReads:
         self.conf = {**conf, "log_level": 0}
         self.timeout = timeout
         self._admin = make_admin(self.conf)
-        self._probe = OffsetProbe(self.conf)
-        self._heads = LagReader(self.conf, "lagless-ui-sampler")
+        self._probe: OffsetProbe | IsolatedReads | None = None
+        self._heads: LagReader | IsolatedReads | None = None
         self._starts: dict[PartitionKey, int] = {}
         self._starts_at = 0.0
         self._head_ts: dict[tuple[str, int, int], int | None] = {}
         self._real_ids: dict[str, str] = {}
 
     def close(self) -> None:
-        self._probe.close()
-        self._heads.close()
+        for reader in (self._probe, self._heads):
+            if reader is not None:
+                reader.close()
+
+    def _fetchers(self) -> tuple[OffsetProbe | IsolatedReads, LagReader | IsolatedReads]:
+        """The fetching readers, made on first use: in a child process where a topic deleted
+        during a fetch crashes the client (:mod:`lagless.kafka.isolated`)."""
+        if self._probe is None or self._heads is None:
+            if deviations_of(self._admin, self.timeout).fetch_survives_delete:
+                self._probe, self._heads = OffsetProbe(self.conf), LagReader(self.conf, SAMPLER)
+            else:
+                self._probe = self._heads = IsolatedReads(self.conf, SAMPLER)
+        return self._probe, self._heads
 
     def listed(self) -> list[str]:
         future = self._admin.list_consumer_groups(request_timeout=self.timeout)
@@ -133,7 +148,7 @@ class ClusterReads:
         }
 
     def ends(self, keys: list[PartitionKey]) -> dict[PartitionKey, int]:
-        return self._probe.end_offsets(keys, timeout=self.timeout)
+        return self._fetchers()[0].end_offsets(keys, timeout=self.timeout)
 
     def starts(self, keys: list[PartitionKey]) -> dict[PartitionKey, int]:
         """Start offsets (ListOffsets EARLIEST in one request), cached ``START_REFRESH_S``."""
@@ -160,7 +175,7 @@ class ClusterReads:
             round_: dict[PartitionKey, int] = {}
             for topic, partition, offset in todo:
                 round_.setdefault((topic, partition), offset)
-            found = self._heads.head_timestamps(round_, timeout=self.timeout)
+            found = self._fetchers()[1].head_timestamps(round_, timeout=self.timeout)
             for (topic, partition), offset in round_.items():
                 self._head_ts[(topic, partition, offset)] = found.get((topic, partition))
             todo = [w for w in todo if w not in self._head_ts]

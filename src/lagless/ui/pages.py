@@ -16,7 +16,8 @@ body{font:14px system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
 header{background:#1f2d3d;color:#fff;padding:8px 16px;display:flex;gap:18px;align-items:center}
 header a{color:#cfe3ff;text-decoration:none} header b{margin-right:12px}
 main{padding:12px 16px;max-width:1500px}
-#cluster{padding:6px 16px;font-weight:600}
+#cluster{padding:6px 16px;font-weight:600;overflow-wrap:anywhere}
+h1,h2,h3,p,li,dd,#group-name{overflow-wrap:anywhere}
 #cluster.down{background:#b2182b;color:#fff} #cluster.up{background:#e8f3e8;color:#1b5e20}
 table{border-collapse:collapse;margin:8px 0 18px;background:#fff;min-width:50%}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:right;white-space:nowrap}

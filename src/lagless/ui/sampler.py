@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 InstancesFn = Callable[[], list[dict[str, Any]]]
 SnapshotSink = Callable[[Snapshot], None]
 STATUS_WINDOW_S = 30.0
+SAMPLING_FAILED = "sampling failed"  # a cycle's error that is no cluster error (logged once)
 
 
 def instance_owners(
@@ -103,6 +104,8 @@ class Sampler:
         self.latest = Snapshot(time.time(), up=False, error="not sampled yet")
         self._history: dict[tuple[str, str, int], deque[Observation]] = {}
         self._down_since: float | None = None
+        self._failed: str | None = None  # the last unexpected failure logged (once)
+        self._instanced: set[str] = set()  # groups whose lagless instances were seen
         self._previous_ends: tuple[float, dict[PartitionKey, int]] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lagless-ui-sampler", daemon=True)
@@ -123,7 +126,8 @@ class Sampler:
             self._stop.wait(max(0.0, self.interval - (time.monotonic() - began)))
 
     def cycle(self) -> Snapshot:
-        """One look at the cluster (never raises: a failure is a snapshot with ``up=False``)."""
+        """One look at the cluster (never raises: a failure is a snapshot with ``up=False``
+        and its error; an unexpected one is logged with its traceback once)."""
         began = time.monotonic()
         now = time.time()
         try:
@@ -137,6 +141,18 @@ class Sampler:
             last = self.latest
             snap = Snapshot(now, False, last.groups, last.topics, error=reason,
                             down_since=self._down_since)  # fmt: skip
+        except Exception as exc:  # a bug or a bad input must not end the sampling for good
+            reason = f"{SAMPLING_FAILED}: {type(exc).__name__}: {exc}"
+            if reason != self._failed:
+                log.exception("sampling cycle failed")
+            self._failed = reason
+            if self._down_since is None:
+                self._down_since = now
+            last = self.latest
+            snap = Snapshot(now, False, last.groups, last.topics, error=reason,
+                            down_since=self._down_since)  # fmt: skip
+        else:
+            self._failed = None
         snap = replace(snap, cycle_s=time.monotonic() - began)
         self.latest = snap
         if self._sink is not None:
@@ -195,8 +211,13 @@ class Sampler:
                     PartitionSample(key[0], key[1], committed, ends[key], lag, seconds, who)
                 )
             active = activity(info)
-            if active is not True and held:
+            if held:
                 active = True
+                self._instanced.add(group)
+            elif active and group in self._instanced and (info is None or not info.members):
+                # the broker lists no member (Tansu keeps a killed group Stable) and every
+                # instance of the group the console saw is gone: no live member
+                active = False
             sample = GroupSample(
                 group, info.state if info else "Unknown", protocol_of(info),
                 members, source, tuple(parts), active, listed_as=aliases.get(group),
@@ -241,4 +262,6 @@ class Sampler:
         keep = {(g.group, p.topic, p.partition) for g in groups for p in g.partitions}
         for key in [k for k in self._history if k not in keep]:
             del self._history[key]
-        self.rebalances.forget({g.group for g in groups})
+        names = {g.group for g in groups}
+        self.rebalances.forget(names)
+        self._instanced &= names

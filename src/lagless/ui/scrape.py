@@ -16,6 +16,7 @@ kind). A remote instance that does not answer is left out of that look.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import threading
@@ -23,6 +24,7 @@ import time
 import urllib.request
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,8 @@ from lagless.observe.instance import live_instances
 log = logging.getLogger(__name__)
 
 KEEP_S = 3600.0  # the in-memory history of scraped figures
+# what a target that is down, hung or not speaking HTTP/JSON raises: it is left out of that look
+SCRAPE_ERRORS = (OSError, ValueError, http.client.HTTPException)
 
 
 def quantile(q: float, buckets: Sequence[tuple[float, float]]) -> float | None:
@@ -127,21 +131,50 @@ def fetch(url: str, timeout: float = 2.0) -> str:
         return str(reply.read().decode("utf-8", "replace"))
 
 
-def status_objects(answer: Any) -> list[dict[str, Any]] | None:
+# a partition's figures an instance publishes (lagless.observe.instance): a number or null
+NUMBERS = ("since", "first_unfinished", "position", "in_flight", "generation")
+
+
+def number_or_none(value: Any) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def checked(docs: list[Any], problems: list[str]) -> list[dict[str, Any]]:
+    """The well-formed instance objects of ``docs`` and, of each, its well-formed partitions;
+    each one left out adds its reason to ``problems`` (a page never reads a malformed one)."""
+    out = []
+    for d in docs:
+        if not isinstance(d, dict) or not isinstance(d.get("group"), str):
+            problems.append("an instance without a group id left out")
+            continue
+        if not isinstance(d.get("partitions"), list) or not isinstance(d.get("client_id"), str):
+            problems.append(f"an instance of group {d['group']!r} without a client id or a "
+                            "partition list left out")  # fmt: skip
+            continue
+        parts = []
+        for p in d["partitions"]:
+            ok = isinstance(p, dict) and isinstance(p.get("topic"), str)
+            ok = ok and isinstance(p.get("partition"), int) and not isinstance(p["partition"], bool)
+            bad = [k for k in NUMBERS if ok and not number_or_none(p.get(k))]
+            if ok and not bad:
+                parts.append(p)
+            else:
+                what = f"{p.get('topic')}[{p.get('partition')}]" if isinstance(p, dict) else "?"
+                why = ", ".join(bad) or "no topic and partition"
+                problems.append(f"instance {d['client_id']!r}: partition {what} left out "
+                                f"({why} malformed)")  # fmt: skip
+        out.append({**d, "partitions": parts})
+    return out
+
+
+def status_objects(answer: Any, problems: list[str] | None = None) -> list[dict[str, Any]] | None:
     """The instance objects of a ``/status`` answer: one object, or a list of them (one per
-    handler of an App); None when it is neither. Objects without a group id and a partition
-    list, and partitions without a topic and a partition number, are left out."""
+    handler of an App); None when it is neither. Malformed objects and partitions are left
+    out (:func:`checked`), their reasons added to ``problems``."""
     found = [answer] if isinstance(answer, dict) else answer if isinstance(answer, list) else None
     if found is None:
         return None
-    return [
-        {**d, "partitions": [p for p in d["partitions"] if isinstance(p, dict)
-                             and isinstance(p.get("topic"), str)
-                             and isinstance(p.get("partition"), int)]}
-        for d in found
-        if isinstance(d, dict) and isinstance(d.get("group"), str)
-        and isinstance(d.get("partitions"), list)
-    ]  # fmt: skip
+    return checked(found, [] if problems is None else problems)
 
 
 def distinct(docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -170,42 +203,72 @@ class Instances:
         self._last: dict[str, Scraped] = {}
         self._points: dict[str, deque[Point]] = {}
         self.statuses: list[dict[str, Any]] = []
+        self.errors: dict[str, str] = {}  # per target, why its last look failed
+
+    def _get(self, url: str) -> str | Exception:
+        try:
+            return self._fetch(url)
+        except SCRAPE_ERRORS as exc:
+            return exc
+
+    def _get_all(self, urls: Sequence[str]) -> list[str | Exception]:
+        """Each URL's text (or why not), fetched at once: a hung target costs one timeout per
+        look, not one per target."""
+        if len(urls) < 2:
+            return [self._get(u) for u in urls]
+        with ThreadPoolExecutor(min(len(urls), 16), "lagless-ui-scrape") as pool:
+            return list(pool.map(self._get, urls))
 
     def look(self) -> list[dict[str, Any]]:
         """Read every instance's status (and metrics); the live ones' statuses."""
         now = time.time()
-        docs = [{**d, "source": "local"} for d in live_instances(self.state_dir, now)]
-        for target in self.targets:
+        errors: dict[str, str] = {}
+        problems: list[str] = []
+        local = checked(live_instances(self.state_dir, now), problems)
+        if problems:
+            errors["local"] = "; ".join(problems)
+        docs = [{**d, "source": "local"} for d in local]
+        answers = self._get_all([f"http://{t}/status" for t in self.targets])
+        for target, answer in zip(self.targets, answers, strict=True):
             try:
-                found = status_objects(json.loads(self._fetch(f"http://{target}/status")))
-            except (OSError, ValueError) as exc:
-                log.info("instance %s does not answer /status: %s", target, exc)
+                if isinstance(answer, Exception):
+                    raise answer
+                problems = []
+                found = status_objects(json.loads(answer), problems)
+            except SCRAPE_ERRORS as exc:
+                errors[target] = f"/status: {type(exc).__name__}: {exc}"
+                log.info("instance %s does not answer /status: %r", target, exc)
                 continue
             if found is None:
+                errors[target] = "/status: neither an object nor a list of them"
                 log.info("instance %s: /status is neither an object nor a list of them", target)
                 continue
+            if problems:
+                errors[target] = "/status: " + "; ".join(problems)
+                log.info("instance %s: %s", target, errors[target])
             # its /metrics is beside the /status it answered (the URL it names is its own view)
             docs.extend({**d, "metrics": f"http://{target}", "source": target} for d in found)
         docs = distinct(docs)
+        urls = sorted({str(d["metrics"]) for d in docs if d.get("metrics")})
         texts: dict[str, str | None] = {}  # each /metrics once, for all its handlers
+        for url, text in zip(urls, self._get_all([f"{u}/metrics" for u in urls]), strict=True):
+            if isinstance(text, Exception):
+                log.info("cannot scrape %s: %r", url, text)
+                errors.setdefault(url.removeprefix("http://"), f"/metrics: {text!r}")
+            texts[url] = None if isinstance(text, Exception) else text
         for doc in docs:
             if doc.get("metrics"):
                 self._scrape(doc, now, texts)
         with self._lock:
             self.statuses = docs
+            self.errors = errors
         return docs
 
     def _scrape(self, doc: dict[str, Any], now: float, texts: dict[str, str | None]) -> None:
         url = str(doc["metrics"])
         handler = doc.get("handler") if isinstance(doc.get("handler"), str) else None
         key = f"{doc.get('group')}\0{doc.get('client_id')}\0{doc.get('pid')}\0{handler}"
-        if url not in texts:
-            try:
-                texts[url] = self._fetch(f"{url}/metrics")
-            except OSError as exc:
-                log.info("cannot scrape %s: %s", url, exc)
-                texts[url] = None
-        text = texts[url]
+        text = texts.get(url)
         if text is None:
             return
         try:
@@ -223,6 +286,11 @@ class Instances:
             series.append(point)
             while series and series[0].t < now - KEEP_S:
                 series.popleft()
+
+    def scrape_errors(self) -> dict[str, str]:
+        """Per ``--scrape`` target that failed its last look, why."""
+        with self._lock:
+            return dict(self.errors)
 
     def points(self, group: str, since: float = 0.0) -> list[Point]:
         with self._lock:

@@ -90,7 +90,15 @@
       var node = text("cluster", c.up
         ? "cluster " + (c.cluster || "") + ": up · " + c.groups + " groups, " + c.topics +
           " topics · sampled " + c.t + " in " + c.cycle_s + " s"
-        : "cluster unreachable since " + c.down_since + " (" + (c.error || "") + ")");
+        : (c.error || "").indexOf("sampling failed") === 0
+          ? c.error + " (since " + c.down_since + ")"
+          : "cluster unreachable since " + c.down_since + " (" + (c.error || "") + ")");
+      var bad = Object.keys(c.scrape_errors || {});
+      if (node && bad.length) {
+        node.textContent += " · scrape failed: " + bad.map(function (t) {
+          return t + " (" + c.scrape_errors[t] + ")";
+        }).join(", ");
+      }
       if (node) node.className = c.up ? "up" : "down";
     });
   }
