@@ -264,3 +264,20 @@ def test_ctrl_c_while_stdin_stays_open_exits_130_with_the_count(
     assert f"produced 2 records to {topic} (0 failed) from 2 lines" in out
     assert "Fatal" not in err and "interrupted" in err
     assert [r["value"] for r in tail_json(cluster, topic)] == ["b", "d"]
+
+
+def test_from_a_named_pipe_and_a_directory(
+    cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """``--from <(printf ...)`` or a FIFO reads like a file; a directory says so."""
+    topic = make_topic(partitions=1)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f"printf 'p\\tq\\n' > {fifo}"])
+    proc = run_cli("produce", topic, "--from", str(fifo), cluster=cluster)
+    writer.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert f"produced 1 records to {topic}" in proc.stdout
+    proc = run_cli("produce", topic, "--from", str(tmp_path), cluster=cluster)
+    assert proc.returncode == 2
+    assert proc.stderr == f"lagless: error: --from {tmp_path}: is a directory\n"

@@ -175,7 +175,9 @@ def produce_from(
     workload = ["--" + name.replace("_", "-") for name in WORKLOAD_OPTIONS if given(ctx, name)]
     if workload:
         raise ConfigError(f"{', '.join(workload)}: workload options, not allowed with --from")
-    if source != "-" and not Path(source).is_file():
+    if source != "-" and Path(source).is_dir():
+        raise ConfigError(f"--from {source}: is a directory")
+    if source != "-" and not Path(source).exists():  # a pipe or a device reads like a file
         raise ConfigError(f"--from {source}: no such file")
     with ctrl_c_sets(threading.Event()) as stop:
         if source == "-":  # bytes that are not UTF-8 reach the record as they were
