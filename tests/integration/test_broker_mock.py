@@ -43,6 +43,9 @@ def test_mock_broker_cycle_and_a_48_partition_topic(tmp_path: Path) -> None:
         assert len(meta.topics["wide"].partitions) == 48
         rc, out, err = mock_cli(tmp_path, "-b", bootstrap, "topic", "create", "wide")
         assert rc == 1 and "already exists" in err and "Traceback" not in err
+        rc, out, err = mock_cli(tmp_path, "-b", bootstrap, "group", "describe", "g")
+        assert rc == 1 and err.count("\n") == 1, err  # the mock's limit, said as such
+        assert "librdkafka's mock cluster does not describe groups" in err
         rc, out, err = mock_cli(tmp_path, "-b", bootstrap, "topic", "delete", "wide", "-y")
         assert rc == 0, err
         meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
