@@ -163,6 +163,8 @@ def test_the_manifest_follows_the_app(
             f"makes '{'p' * 50}-console-store', 64 characters",
         ),
         ({}, {"name": "s" * 53, "static": True, "max_surge": 0}, "a StatefulSet's name allows 52"),
+        ({}, {"console_token_secret": "ui"}, "--console-token-secret applies to --console only"),
+        ({}, {"min_replicas": 5}, "--min-replicas applies to --autoscale only"),
     ],
 )
 def test_contradictions_are_one_line_errors(

@@ -83,6 +83,14 @@ def derive(
             "how do the pods reach Kafka? give --kafka-bootstrap HOST:PORT, --config-map NAME "
             "and/or --secret NAME (holding LAGLESS_BOOTSTRAP, LAGLESS_SASL_PASSWORD, ...)"
         )
+    for flag, name_, needs in (
+        ("--console-token-secret", "console_token_secret", "console"),
+        ("--console-storage", "console_storage", "console"),
+        ("--min-replicas", "min_replicas", "autoscale"),
+        ("--lag-threshold", "lag_threshold", "autoscale"),
+    ):
+        if name_ in options.model_fields_set and not getattr(options, needs):
+            raise ConfigError(f"{flag} applies to --{needs} only")
     if options.console and options.console_token_secret is None:
         raise ConfigError(
             "--console serves on 0.0.0.0 in its pod and needs a token: --console-token-secret "
