@@ -194,6 +194,16 @@ def test_names_derived_from_the_group_are_checked_like_a_name_given() -> None:
     assert max(len(n) for n in names) == 63
 
 
+def test_the_consumers_home_is_a_writable_empty_dir() -> None:
+    """LAGLESS_HOME on an emptyDir: any uid can publish its instance status there."""
+    for flags in ({}, {"static": True, "max_surge": 0}):
+        pod = workload(payments_app(), **flags)["spec"]["template"]["spec"]
+        home = env(payments_app(), **flags)["LAGLESS_HOME"]
+        mounts = {m["mountPath"]: m["name"] for m in pod["containers"][0]["volumeMounts"]}
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        assert volumes[mounts[home]] == {"name": "home", "emptyDir": {}}
+
+
 def test_autoscale_caps_replicas_at_the_partitions_less_the_surge() -> None:
     found = objects(payments_app(), autoscale=True, partitions=6, replicas=2)
     scaled = found["ScaledObject"]["spec"]
