@@ -51,6 +51,9 @@ def test_the_recipe_builds_the_wheel_and_runs_lagless_as_a_non_root_user() -> No
     assert "pip wheel --no-cache-dir --no-deps --wheel-dir /wheels ." in text
     assert "--constraint constraints.txt" in text
     assert "USER 10001:10001" in text
+    # lagless's state (instance status) on a directory any uid can write, not the read-only home
+    assert "LAGLESS_HOME=/var/lib/lagless" in text
+    assert "mkdir -p /var/lib/lagless && chmod 1777 /var/lib/lagless" in text
     assert text.rstrip().endswith('ENTRYPOINT ["lagless", "run"]')
     for copied in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "constraints.txt"):
         assert (ROOT / copied).exists(), copied

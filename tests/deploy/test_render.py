@@ -3,6 +3,7 @@ one-line errors for what contradicts the App."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+import lagless
 from lagless.deploy.options import RenderOptions
 from lagless.deploy.plan import Partitions
 from lagless.deploy.render import render, to_yaml, write
@@ -149,17 +151,57 @@ def test_the_manifest_follows_the_app(
         ({}, {"autoscale": True}, "--autoscale caps replicas at the topic's partition count"),
         ({}, {"console": True}, "--console serves on 0.0.0.0 in its pod and needs a token"),
         ({}, {"config_map": None, "secret": None}, "how do the pods reach Kafka?"),
+        (
+            {},
+            {"name": "a" * 56},
+            f"the name '{'a' * 56}' (from --name) makes '{'a' * 56}-metrics', 64 characters: "
+            "Kubernetes allows 63; give a --name of at most 55",
+        ),
+        (
+            {},
+            {"name": "p" * 50, "console": True, "console_token_secret": "ui"},
+            f"makes '{'p' * 50}-console-store', 64 characters",
+        ),
+        ({}, {"name": "s" * 53, "static": True, "max_surge": 0}, "a StatefulSet's name allows 52"),
+        ({}, {"console_token_secret": "ui"}, "--console-token-secret applies to --console only"),
+        ({}, {"min_replicas": 5}, "--min-replicas applies to --autoscale only"),
     ],
 )
 def test_contradictions_are_one_line_errors(
     app_change: dict[str, Any], values: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("?", r"\?")) as err:
+    with pytest.raises(ConfigError, match=re.escape(message)) as err:
         merged = {**CONNECTION, **values}
         partitions = merged.pop("partitions", None)
         found = None if partitions is None else Partitions(partitions, "--partitions")
         render(payments_app(**app_change), RenderOptions.build(target="s:app", **merged), found)
     assert "\n" not in str(err.value)
+
+
+def test_names_derived_from_the_group_are_checked_like_a_name_given() -> None:
+    """A group that starts with a digit, or one as long as Kubernetes allows: the Service
+    NAME-metrics would be refused; the name of 55 characters is the longest that renders."""
+    for group, message in [
+        ("1payments", "the name '1payments' (from group '1payments') starts with a digit"),
+        ("g" * 70, "makes '" + "g" * 63 + "-metrics', 71 characters"),
+    ]:
+        app = lagless.App(group=group)
+        app.handler("payments", on_failure="skip")(lambda value: None)
+        with pytest.raises(ConfigError, match=re.escape(message)) as err:
+            render(app, options())
+        assert "\n" not in str(err.value)
+    names = {obj["metadata"]["name"] for obj in objects(payments_app(), name="n" * 55).values()}
+    assert max(len(n) for n in names) == 63
+
+
+def test_the_consumers_home_is_a_writable_empty_dir() -> None:
+    """LAGLESS_HOME on an emptyDir: any uid can publish its instance status there."""
+    for flags in ({}, {"static": True, "max_surge": 0}):
+        pod = workload(payments_app(), **flags)["spec"]["template"]["spec"]
+        home = env(payments_app(), **flags)["LAGLESS_HOME"]
+        mounts = {m["mountPath"]: m["name"] for m in pod["containers"][0]["volumeMounts"]}
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        assert volumes[mounts[home]] == {"name": "home", "emptyDir": {}}
 
 
 def test_autoscale_caps_replicas_at_the_partitions_less_the_surge() -> None:

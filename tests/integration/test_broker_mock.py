@@ -43,6 +43,9 @@ def test_mock_broker_cycle_and_a_48_partition_topic(tmp_path: Path) -> None:
         assert len(meta.topics["wide"].partitions) == 48
         rc, out, err = mock_cli(tmp_path, "-b", bootstrap, "topic", "create", "wide")
         assert rc == 1 and "already exists" in err and "Traceback" not in err
+        rc, out, err = mock_cli(tmp_path, "-b", bootstrap, "group", "describe", "g")
+        assert rc == 1 and err.count("\n") == 1, err  # the mock's limit, said as such
+        assert "librdkafka's mock cluster does not describe groups" in err
         rc, out, err = mock_cli(tmp_path, "-b", bootstrap, "topic", "delete", "wide", "-y")
         assert rc == 0, err
         meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
@@ -80,3 +83,14 @@ def test_a_dead_mock_is_said_and_cleared(tmp_path: Path) -> None:
 def test_unknown_kind_is_one_line(tmp_path: Path) -> None:
     rc, _, err = mock_cli(tmp_path, "broker", "status", "--kind", "mokc")
     assert rc != 0 and "--kind 'mokc'" in err and "Traceback" not in err
+
+
+def test_flags_of_the_other_kind_are_refused(tmp_path: Path) -> None:
+    """--port is the embedded broker's (the mock picks its own), --brokers the mock's."""
+    rc, out, err = mock_cli(tmp_path, "broker", "start", "--kind", "mock", "--port", "19393")
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert "--port applies to the embedded broker" in err
+    rc, out, err = mock_cli(tmp_path, "broker", "start", "--brokers", "3")
+    assert rc == 2 and "--brokers applies to --kind mock" in err
+    rc, out, _ = mock_cli(tmp_path, "broker", "status", "--kind", "mock")
+    assert rc == 0 and "not running" in out  # nothing was started

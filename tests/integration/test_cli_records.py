@@ -22,7 +22,7 @@ from tests.conftest import LAGLESS, Cluster, run_cli
 
 pytestmark = pytest.mark.integration
 
-ALPHABET = "abcxyz \t\"\\{}é€😀\u0000"
+ALPHABET = 'abcxyz \t"\\{}é€😀\u0000'
 
 
 def text(rng: random.Random, n: int) -> str:
@@ -212,3 +212,72 @@ def test_ctrl_c_on_the_load_generator_prints_what_was_sent(
     doc = json.loads(out)
     assert doc["interrupted"] is True and doc["failed"] == 0
     assert doc["produced"] == sum(r.records for r in topic_ranges(cluster.conf, topic)) >= 20
+
+
+def test_a_missing_partition_stops_at_its_line_and_keeps_what_came_before(
+    cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """20,000 records for partition 0, then one for partition 1 of a 1-partition topic: the
+    20,000 are flushed, delivered and counted, the run stops there with one line, exit 1."""
+    topic = make_topic(partitions=1)
+    path = tmp_path / "in.jsonl"
+    lines = [json.dumps({"value": f"v{i}", "partition": 0}) for i in range(20_000)]
+    lines += [json.dumps({"value": "late", "partition": p}) for p in (1, 0)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for source, stdin in ((str(path), None), ("-", path.read_text(encoding="utf-8"))):
+        proc = run_cli("produce", topic, "--from", source, cluster=cluster, stdin=stdin)
+        assert proc.returncode == 1, proc.stderr
+        assert f"produced 20000 records to {topic} (0 failed)" in proc.stdout
+        assert proc.stderr.strip().splitlines() == [
+            f"lagless: stopped at line 20001: partition 1 of {topic} does not exist "
+            "(the topic has 1); nothing after it was sent"
+        ]
+    got = [r["value"] for r in tail_json(cluster, topic)]
+    assert got == [f"v{i}" for i in range(20_000)] * 2
+
+
+def test_ctrl_c_while_stdin_stays_open_exits_130_with_the_count(
+    cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    """``(printf 'a\\tb\\n'; sleep 60) | lagless produce T --from -`` then Ctrl-C: the writer
+    keeps the pipe open, yet the exit is clean (no reader thread left blocked on stdin)."""
+    topic = make_topic(partitions=1)
+    read_end, write_end = os.pipe()
+    env = {**os.environ, "LAGLESS_BOOTSTRAP": cluster.bootstrap}
+    producer = subprocess.Popen(
+        [LAGLESS, "produce", topic, "--from", "-"], stdin=read_end,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    os.close(read_end)
+    try:
+        os.write(write_end, b"a\tb\nc\td\n")
+        deadline = time.monotonic() + 60
+        while sum(r.records for r in topic_ranges(cluster.conf, topic)) < 2:
+            assert time.monotonic() < deadline, "the 2 lines never arrived"
+            time.sleep(0.3)
+        producer.send_signal(signal.SIGINT)
+        out, err = producer.communicate(timeout=30)
+    finally:
+        producer.kill()
+        os.close(write_end)
+    assert producer.returncode == 130, err
+    assert f"produced 2 records to {topic} (0 failed) from 2 lines" in out
+    assert "Fatal" not in err and "interrupted" in err
+    assert [r["value"] for r in tail_json(cluster, topic)] == ["b", "d"]
+
+
+def test_from_a_named_pipe_and_a_directory(
+    cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """``--from <(printf ...)`` or a FIFO reads like a file; a directory says so."""
+    topic = make_topic(partitions=1)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f"printf 'p\\tq\\n' > {fifo}"])
+    proc = run_cli("produce", topic, "--from", str(fifo), cluster=cluster)
+    writer.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert f"produced 1 records to {topic}" in proc.stdout
+    proc = run_cli("produce", topic, "--from", str(tmp_path), cluster=cluster)
+    assert proc.returncode == 2
+    assert proc.stderr == f"lagless: error: --from {tmp_path}: is a directory\n"

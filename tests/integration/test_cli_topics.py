@@ -36,3 +36,15 @@ def test_list_then_delete_with_confirmation(
     assert first not in left and second not in left
     missing = run_cli("topic", "delete", first, "--yes", cluster=cluster)
     assert missing.returncode == 1 and first in missing.stderr
+
+
+def test_consuming_a_missing_topic_is_the_error_alone(cluster: Cluster) -> None:
+    """No "processed 0 records" summary before the one line: nothing ran."""
+    proc = run_cli("consume", "no-such-topic-here", "--group", "g-missing", "--handler", "noop",
+                   "--on-failure", "skip", cluster=cluster, timeout=60)  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr == (
+        "lagless: error: topic 'no-such-topic-here' does not exist "
+        "(create it: lagless topic create no-such-topic-here)\n"
+    )

@@ -9,7 +9,7 @@ import typer
 
 from lagless.broker.embedded import DEFAULT_PORT, BrokerState, EmbeddedBroker
 from lagless.broker.mock import MOCK_NAME, MockBroker, MockSettings, MockState
-from lagless.cli.common import options, out_console, print_json
+from lagless.cli.common import given, options, out_console, print_json
 from lagless.errors import ConfigError
 
 app = typer.Typer(help="Run the embedded Kafka-compatible broker (Tansu).", no_args_is_help=True)
@@ -70,6 +70,18 @@ def start(
 ) -> None:
     """Start the broker in the background (no-op if it already runs)."""
     mock = _mock(ctx, kind)
+    foreign = ("port", "storage") if mock is not None else (
+        "brokers", "rtt_ms", "consumer_session_ms", "consumer_heartbeat_ms", "rebalance_delay_ms"
+    )  # fmt: skip
+    for name in foreign:
+        if given(ctx, name):
+            flag = "--" + name.replace("_", "-")
+            other = (
+                "the embedded broker (tansu; the mock picks its own port)"
+                if mock
+                else "--kind mock"
+            )
+            raise ConfigError(f"{flag} applies to {other}, not --kind {kind}")
     if mock is not None:
         held = mock.start(MockSettings(brokers, rtt_ms, consumer_session_ms,
                                        consumer_heartbeat_ms, rebalance_delay_ms))  # fmt: skip
@@ -127,7 +139,8 @@ def status(
     as_json: JsonFlag = False,
     kind: Kind = "tansu",
 ) -> None:
-    """Print the bootstrap address, or say it is not running (exit 1 if dead)."""
+    """Print the bootstrap address, or say it is not running (exit 0); exit 1 if its process
+    died without being stopped."""
     mock = _mock(ctx, kind)
     if mock is not None:
         held = mock.status()

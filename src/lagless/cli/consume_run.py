@@ -22,7 +22,7 @@ from lagless.app.signals import stop_on_signals
 from lagless.cli.common import out_console, per_second, print_json
 from lagless.engine import Engine, Progress, RunSummary
 from lagless.engine.summary import ProgressFn
-from lagless.errors import LaglessError
+from lagless.errors import ConfigError, LaglessError
 
 EXIT_INTERRUPTED = 130
 
@@ -75,7 +75,8 @@ def run_and_report(engine: Engine, *, as_json: bool) -> int:
         try:
             summary = engine.run()
         except LaglessError as exc:
-            report(engine.summary(), as_json, exc)
+            if as_json or not isinstance(exc, ConfigError):  # bad usage: nothing ran, the error
+                report(engine.summary(), as_json, exc)
             raise
         except KeyboardInterrupt:  # a second signal cut a handler call on this thread short
             if not engine.hurried:

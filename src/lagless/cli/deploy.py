@@ -66,8 +66,12 @@ def render_command(
     autoscale: Annotated[
         bool, typer.Option("--autoscale", help="a KEDA ScaledObject on the group's lag")
     ] = False,
-    min_replicas: Annotated[int, typer.Option(help="--autoscale: fewest pods")] = 1,
-    lag_threshold: Annotated[int, typer.Option(help="--autoscale: lag per pod")] = 1000,
+    min_replicas: Annotated[
+        int | None, typer.Option(help="--autoscale: fewest pods (default 1)")
+    ] = None,
+    lag_threshold: Annotated[
+        int | None, typer.Option(help="--autoscale: lag per pod (default 1000)")
+    ] = None,
     partitions_given: Annotated[
         int | None,
         typer.Option("--partitions", help="partition count (default: asked of the cluster)"),

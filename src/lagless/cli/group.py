@@ -18,8 +18,9 @@ from lagless.cli.common import (
     print_columns,
     print_json,
 )
-from lagless.errors import ConfigError
+from lagless.errors import ClusterError, ConfigError
 from lagless.kafka.admin import committed_offsets
+from lagless.kafka.cluster import describe_cluster
 from lagless.kafka.groups import GroupInfo, delete_group, describe_group, describe_groups, group_ids
 from lagless.kafka.reset import (
     build_spec,
@@ -119,7 +120,15 @@ def describe(
         groups = group_ids(conf)
     else:
         groups = [one_name("group", group_arg, group_opt)]
-    docs = [describe_one(conf, g, members) for g in groups]
+    try:
+        docs = [describe_one(conf, g, members) for g in groups]
+    except ClusterError as exc:
+        if "not supported by broker" in str(exc) and describe_cluster(conf).is_mock:
+            raise ClusterError(
+                f"{exc}: librdkafka's mock cluster does not describe groups (a limit of the "
+                "mock, see docs/broker.md)"
+            ) from None
+        raise
     if as_json:
         print_json({"groups": docs} if all_groups else docs[0])
         return

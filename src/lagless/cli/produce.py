@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import sys
 import threading
 from pathlib import Path
@@ -86,8 +85,8 @@ def produce(
         source, lines = source or "-", LineFormat.TAB
     if source is not None:
         conf = kafka_conf(ctx)
-        ensure_topic(conf, topic, create, partitions)
-        produce_from(ctx, conf, topic, source, lines, profile, as_json, key_delimiter or "\t")
+        has = ensure_topic(conf, topic, create, partitions)
+        produce_from(ctx, conf, topic, source, lines, profile, as_json, key_delimiter or "\t", has)
         return
     if given(ctx, "lines"):
         raise ConfigError("--lines applies to --from only")
@@ -138,19 +137,21 @@ WORKLOAD_OPTIONS = (
 )  # fmt: skip
 
 
-def ensure_topic(conf: dict[str, Any], topic: str, create: bool, partitions: int) -> None:
+def ensure_topic(conf: dict[str, Any], topic: str, create: bool, partitions: int) -> int | None:
     """Produce only to a topic that exists (a typo would create a new one on a cluster that
-    auto-creates): ``--create`` makes it; a cluster known to create on produce is said."""
-    if topic in dict(list_topics(conf, internal=True)):
-        return
+    auto-creates): ``--create`` makes it; a cluster known to create on produce is said.
+    Returns the topic's partition count (None: the cluster creates it on the first record)."""
+    existing = dict(list_topics(conf, internal=True))
+    if topic in existing:
+        return existing[topic]
     if create:
         create_topic(conf, topic, partitions, exist_ok=True)
         note(f"topic {topic} created with {partitions} partitions")
-        return
+        return dict(list_topics(conf, internal=True)).get(topic, partitions)
     cluster = describe_cluster(conf)
     if cluster.is_mock:
         note(f"topic {topic} does not exist: {cluster.product} creates it on the first record")
-        return
+        return None
     raise ConfigError(
         f"topic {topic!r} does not exist: add --create (with --partitions N) or run "
         f"lagless topic create {topic}"
@@ -166,24 +167,31 @@ def produce_from(
     profile: Profile,
     as_json: bool,
     delimiter: str,
+    partitions: int | None = None,
 ) -> None:
     """Send the lines of ``source`` (a file, or - for stdin); count at the end, exit 1 on any
-    failed delivery, 2 on a line that is not a record, 130 on Ctrl-C."""
+    failed delivery or a record naming a partition the topic (of ``partitions``) does not
+    have, 2 on a line that is not a record, 130 on Ctrl-C."""
     workload = ["--" + name.replace("_", "-") for name in WORKLOAD_OPTIONS if given(ctx, name)]
     if workload:
         raise ConfigError(f"{', '.join(workload)}: workload options, not allowed with --from")
-    if source != "-" and not Path(source).is_file():
+    if source != "-" and Path(source).is_dir():
+        raise ConfigError(f"--from {source}: is a directory")
+    if source != "-" and not Path(source).exists():  # a pipe or a device reads like a file
         raise ConfigError(f"--from {source}: no such file")
     with ctrl_c_sets(threading.Event()) as stop:
         if source == "-":  # bytes that are not UTF-8 reach the record as they were
-            stdin = io.TextIOWrapper(
-                sys.stdin.buffer, encoding="utf-8", errors="surrogateescape", newline="\n"
-            )
-            lines = read_aside(stdin, stop)
-            done = produce_lines(conf, topic, lines, fmt, profile, stop=stop, delimiter=delimiter)
+            lines = read_aside(sys.stdin.fileno(), stop)
+            done = produce_lines(
+                conf, topic, lines, fmt, profile, stop=stop, delimiter=delimiter,
+                partitions=partitions,
+            )  # fmt: skip
         else:
             with Path(source).open(encoding="utf-8", errors="surrogateescape", newline="\n") as f:
-                done = produce_lines(conf, topic, f, fmt, profile, stop=stop, delimiter=delimiter)
+                done = produce_lines(
+                    conf, topic, f, fmt, profile, stop=stop, delimiter=delimiter,
+                    partitions=partitions,
+                )  # fmt: skip
     report_lines(done, topic, as_json)
 
 
@@ -200,7 +208,7 @@ def report_lines(done: LinesResult, topic: str, as_json: bool) -> None:
         note(f"first failure: {result.first_error}")
     if done.stopped:
         note(f"stopped at {done.stopped}; nothing after it was sent")
-        raise typer.Exit(2)
+        raise typer.Exit(done.exit_code)
     exit_for(result)
 
 

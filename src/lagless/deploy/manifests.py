@@ -20,7 +20,8 @@ from lagless.deploy.plan import Plan
 Obj = dict[str, Any]
 
 ANNOTATION = "lagless.dev"  # prefix of the annotations the lab reads back
-STORE_DIR = "/var/lib/lagless"  # the console's store (LAGLESS_HOME) on its volume
+STORE_DIR = "/var/lib/lagless"  # LAGLESS_HOME: the console's store on its volume, an emptyDir
+# in the consumers' pods (the image's home is read-only to them)
 CA_DIR = "/etc/lagless/ca"
 LIVENESS_PERIOD_S = 10
 
@@ -104,6 +105,7 @@ def _env(plan: Plan) -> list[Obj]:
     env: list[Obj] = [
         {"name": environment.METRICS_HOST, "value": "0.0.0.0"},
         {"name": environment.METRICS_PORT, "value": str(plan.port)},
+        {"name": "LAGLESS_HOME", "value": STORE_DIR},  # instance status: a writable emptyDir
     ]
     if plan.static:
         env.append(
@@ -174,11 +176,16 @@ def _pod(plan: Plan) -> Obj:
             "limits": {"memory": plan.options.memory},
         },
         "securityContext": _security(),
+        "volumeMounts": [{"name": "home", "mountPath": STORE_DIR}],
     }
     env_from = _env_from(plan)
     if env_from:
         container["envFrom"] = env_from
-    pod: Obj = {"terminationGracePeriodSeconds": plan.grace_period_s, "containers": [container]}
+    pod: Obj = {
+        "terminationGracePeriodSeconds": plan.grace_period_s,
+        "containers": [container],
+        "volumes": [{"name": "home", "emptyDir": {}}],
+    }
     _ca_volume(plan, pod, container)
     return pod
 

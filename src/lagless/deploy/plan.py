@@ -83,19 +83,29 @@ def derive(
             "how do the pods reach Kafka? give --kafka-bootstrap HOST:PORT, --config-map NAME "
             "and/or --secret NAME (holding LAGLESS_BOOTSTRAP, LAGLESS_SASL_PASSWORD, ...)"
         )
+    for flag, name_, needs in (
+        ("--console-token-secret", "console_token_secret", "console"),
+        ("--console-storage", "console_storage", "console"),
+        ("--min-replicas", "min_replicas", "autoscale"),
+        ("--lag-threshold", "lag_threshold", "autoscale"),
+    ):
+        if name_ in options.model_fields_set and not getattr(options, needs):
+            raise ConfigError(f"{flag} applies to --{needs} only")
     if options.console and options.console_token_secret is None:
         raise ConfigError(
             "--console serves on 0.0.0.0 in its pod and needs a token: --console-token-secret "
             "NAME (a Secret with the key LAGLESS_UI_TOKEN)"
         )
+    name = options.name or dns_name(app.group)
+    check_names(name, options, static, "--name" if options.name else f"group {app.group!r}")
     topics = tuple(dict.fromkeys(t for c in configs for t in c.topics))
     max_replicas = _replicas_fit(options, partitions, surge)
     protocol = connection.security_protocol if connection is not None else "PLAINTEXT"
     mechanism = connection.sasl_mechanism if connection is not None else None
     return Plan(
         options=options,
-        name=options.name or dns_name(app.group),
-        image=options.image or f"{options.name or dns_name(app.group)}:latest",
+        name=name,
+        image=options.image or f"{name}:latest",
         group=first.group,
         topics=topics,
         static=static,
@@ -116,6 +126,38 @@ def derive(
         keda_sasl=KEDA_SASL.get(mechanism or "") if protocol.startswith("SASL") else None,
         keda_tls=protocol in ("SSL", "SASL_SSL"),
     )
+
+
+NAME_MAX = 63  # a Service name (a DNS-1035 label), and any label value
+STATEFULSET_NAME_MAX = 52  # its pods' controller-revision-hash label is NAME-<10 chars>
+
+
+def check_names(name: str, options: RenderOptions, static: bool, source: str) -> None:
+    """Every object named from ``name`` (``source``: where it came from) is one Kubernetes
+    accepts: the Services' names (NAME-metrics, ...) are DNS-1035 labels of at most 63
+    characters, starting with a letter; a StatefulSet's name has at most 52. One line
+    naming the limit and the longest derived name; nothing is shortened behind the back."""
+    if not name[0].isalpha():
+        raise ConfigError(
+            f"the name {name!r} (from {source}) starts with a digit: the Service {name}-metrics "
+            "must start with a letter (DNS-1035); give --name"
+        )
+    derived = [f"{name}-metrics"] + [f"{name}-headless"] * static
+    if options.console:
+        derived += [f"{name}-console", f"{name}-console-store"]
+    longest = max(derived, key=len)
+    if len(longest) > NAME_MAX:
+        raise ConfigError(
+            f"the name {name!r} (from {source}) makes {longest!r}, {len(longest)} characters: "
+            f"Kubernetes allows {NAME_MAX}; give a --name of at most "
+            f"{NAME_MAX - len(longest) + len(name)}"
+        )
+    if static and len(name) > STATEFULSET_NAME_MAX:
+        raise ConfigError(
+            f"the name {name!r} (from {source}) has {len(name)} characters: a StatefulSet's name "
+            f"allows {STATEFULSET_NAME_MAX} (its pods' controller-revision-hash label); give a "
+            "shorter --name"
+        )
 
 
 def _kind(options: RenderOptions, configs: list[EngineConfig]) -> bool:

@@ -11,13 +11,16 @@ which, so the caller can report the count and exit non-zero.
 
 from __future__ import annotations
 
+import os
+import select
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from queue import Empty, Queue
 from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
 
 from lagless.kafka.jsonlines import (
     LineError,
@@ -45,6 +48,7 @@ class LinesResult:
     result: ProduceResult  # result.interrupted: stopped by Ctrl-C
     lines: int
     stopped: str | None = None
+    exit_code: int = 2  # when stopped: 2 a line that is not a record, 1 a missing partition
 
 
 def resolved(fmt: LineFormat, first: str) -> LineFormat:
@@ -65,27 +69,27 @@ def parser(fmt: LineFormat, first: str, delimiter: str = "\t") -> Callable[[str]
     return lambda line: parse_tab_line(line, delimiter)
 
 
-def read_aside(lines: Iterable[str], stop: threading.Event) -> Iterator[str]:
-    """``lines`` read by a daemon thread, so that waiting for the next one (a terminal, a
-    pipe) ends as soon as ``stop`` is set; what was read before is still handed out."""
-    queue: Queue[str | None] = Queue(maxsize=10_000)
-
-    def pump() -> None:
-        for line in lines:
-            queue.put(line)
-        queue.put(None)
-
-    threading.Thread(target=pump, name="lagless-lines", daemon=True).start()
-    while True:
-        try:
-            line = queue.get(timeout=0.1)
-        except Empty:
-            if stop.is_set():
-                return
+def read_aside(fd: int, stop: threading.Event, chunk: int = 65536) -> Iterator[str]:
+    """The lines of file descriptor ``fd`` (stdin: a terminal, a pipe), each with its newline
+    (the last one may have none), bytes that are not UTF-8 kept as surrogate escapes. Waits
+    for input in short steps, so that the wait ends as soon as ``stop`` is set; every line
+    read before is handed out. No thread reads ``fd``: one left blocked on ``sys.stdin``
+    would abort the interpreter's exit (the stdin buffer's lock is held)."""
+    pending = b""
+    while not stop.is_set():
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if not ready:
             continue
-        if line is None:
-            return
-        yield line
+        data = os.read(fd, chunk)
+        if not data:
+            break
+        *whole, pending = (pending + data).split(b"\n")
+        for line in whole:
+            yield (line + b"\n").decode("utf-8", errors="surrogateescape")
+    else:
+        return  # stopped: a line without its newline may be cut short, it is not sent
+    if pending:
+        yield pending.decode("utf-8", errors="surrogateescape")
 
 
 def produce_lines(
@@ -97,15 +101,19 @@ def produce_lines(
     flush_timeout: float = 120.0,
     stop: threading.Event | None = None,
     delimiter: str = "\t",
+    partitions: int | None = None,
 ) -> LinesResult:
     """Send one record per non-empty line (a trailing newline is not part of the record).
     ``stop`` (set by the CLI's Ctrl-C handler) ends the input: what was read is sent. Give a
-    terminal or a pipe through :func:`read_aside`, so that a stop ends the wait for a line."""
+    terminal or a pipe through :func:`read_aside`, so that a stop ends the wait for a line.
+    A record naming a partition the topic does not have (``partitions``: its count, if known)
+    stops the run like a line that is not a record, exit code 1."""
     producer = AccountedProducer(conf, profile)
     started = time.monotonic()
     parse: Callable[[str], LineRecord] | None = None
     sent = number = 0
     stopped: str | None = None
+    code = 2  # the exit code when stopped (see LinesResult)
     interrupted = False
     halt = stop or threading.Event()
     try:
@@ -122,11 +130,25 @@ def produce_lines(
                 stopped = f"line {number}: {exc}"
                 break
             partition = PARTITION_ANY if record.partition is None else record.partition
-            producer.send_raw(topic, record.value, record.key, record.headers, partition)
+            if partitions is not None and partition >= partitions:
+                stopped, code = f"line {number}: {no_partition(topic, partition, partitions)}", 1
+                break
+            try:
+                producer.send_raw(topic, record.value, record.key, record.headers, partition)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+                    raise
+                stopped, code = f"line {number}: {no_partition(topic, partition, partitions)}", 1
+                break
             sent += 1
     except KeyboardInterrupt:
         interrupted = True
     interrupted = interrupted or halt.is_set()
     producer.flush(flush_timeout)
     result = replace(producer.result(topic, sent, started), interrupted=interrupted)
-    return LinesResult(result, number, stopped)
+    return LinesResult(result, number, stopped, code)
+
+
+def no_partition(topic: str, partition: int, partitions: int | None) -> str:
+    has = "" if partitions is None else f" (the topic has {partitions})"
+    return f"partition {partition} of {topic} does not exist{has}"
