@@ -76,9 +76,7 @@ def test_a_second_signal_leaves_a_handler_hanging_on_its_poll_thread_behind(
          "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env,
     )  # fmt: skip
-    code, stdout, stderr = ctrl_c_twice(
-        proc, lambda: hung_yet(ledger), limit_s=HURRY_GRACE_S + 10
-    )
+    code, stdout, stderr = ctrl_c_twice(proc, lambda: hung_yet(ledger), limit_s=HURRY_GRACE_S + 10)
     assert code == 130, stderr[-2000:]
     assert "handler note did not stop" in stderr, stderr[-2000:]
     assert json.loads(stdout)["note"]["processed"] <= 2000 - 1, "the hung record never finished"

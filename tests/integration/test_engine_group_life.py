@@ -42,7 +42,6 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str) -> float:
     return time.monotonic() - started
 
 
-
 def test_events_ledger_and_probes_follow_the_group_life(
     cluster: Cluster, make_topic: Callable[..., str], group: str, tmp_path: Path
 ) -> None:

@@ -29,6 +29,7 @@ from tests.conftest import LAGLESS, Cluster, run_cli
 
 pytestmark = pytest.mark.integration
 
+
 def scrape_labelled(port: int, name: str) -> list[tuple[dict[str, str], float]]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as response:
         text = response.read().decode()

@@ -147,8 +147,10 @@ class Engine:
             inline=config.inline,
         )
         self.launcher.start(workers)
-        if isinstance(workers, ThreadWorkers) and workers.inlines and isinstance(
-            self.strategy, PerRecord
+        if (
+            isinstance(workers, ThreadWorkers)
+            and workers.inlines
+            and isinstance(self.strategy, PerRecord)
         ):
             self.intake.fast_path = FastPath(self._dispatch_parts, workers)
         try:

@@ -31,4 +31,3 @@ def note_then_hang(record: Record) -> None:
     finally:
         os.close(fd)
     time.sleep(600)
-
