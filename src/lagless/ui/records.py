@@ -68,21 +68,24 @@ class DeadLetters:
         }
         wanted = [(name, p, end - 1) for name, t in todo.items()
                   for p, end in enumerate(t.ends) if end > 0]  # fmt: skip
-        found = last_records(console.conf, wanted)
+        found, unread = last_records(console.conf, wanted)
         for name, t in todo.items():
-            self._seen[name] = (t.end, found.get(name))
-        newest = {t.topic: self._seen[t.topic][1] for t in console.latest.topics}
+            if name not in unread:  # a topic not read in time is looked at again next time
+                self._seen[name] = (t.end, found.get(name))
+        newest = {t.topic: self._seen.get(t.topic, (0, found.get(t.topic)))[1]
+                  for t in console.latest.topics}  # fmt: skip
         return sorted((t for t, ms in newest.items() if ms is not None),
                       key=lambda t: -(newest[t] or 0))  # fmt: skip
 
 
 def last_records(conf: Mapping[str, Any], wanted: list[tuple[str, int, int]],
-                 timeout: float = 5.0) -> dict[str, int]:  # fmt: skip
+                 timeout: float = 5.0) -> tuple[dict[str, int], set[str]]:  # fmt: skip
     """The topics among ``wanted`` (topic, partition, last offset) whose last record carries
     the dead-letter headers, each with its newest such record's timestamp (ms): one consumer,
-    one fetch of every partition's last record."""
+    one fetch of every partition's last record. Also the topics with a partition whose last
+    record was not read within ``timeout`` (not known either way)."""
     if not wanted:
-        return {}
+        return {}, set()
     consumer = make_consumer(probe_conf(conf))
     out: dict[str, int] = {}
     todo = {(t, p) for t, p, _ in wanted}
@@ -95,11 +98,16 @@ def last_records(conf: Mapping[str, Any], wanted: list[tuple[str, int, int]],
                 todo.discard((where.topic, where.partition))
                 if H_ERROR_CLASS in headers_of(msg):
                     out[where.topic] = max(out.get(where.topic, 0), timestamp_ms(msg) or 0)
+            if todo:  # read through without a record (e.g. a transaction marker): known
+                last = {(t, p): o for t, p, o in wanted}
+                for tp in consumer.position([TopicPartition(t, p) for t, p in todo]):
+                    if tp.offset > last[tp.topic, tp.partition]:
+                        todo.discard((tp.topic, tp.partition))
     except (KafkaException, LaglessError):
-        pass  # what was read counts; the rest is looked at again when its end moves
+        pass  # what was read counts; the rest is looked at again on the next page
     finally:
         consumer.close()
-    return out
+    return out, {t for t, _ in todo}
 
 
 FINDER = DeadLetters()
