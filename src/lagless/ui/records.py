@@ -4,9 +4,14 @@ engine's dead-letter topics, grouped by error class."""
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from confluent_kafka import KafkaException, Message, TopicPartition
@@ -31,6 +36,9 @@ from lagless.ui.pages import cell, e, table, topic_href
 LATEST = 5  # records per partition on a topic's page
 DLQ_SCAN = 500  # dead letters read per dead-letter topic
 DLQ_SHOWN = 10  # dead-letter topics read on one page (the most recently written first)
+LOOK_S = 70.0  # the look's process: its start (imports, on a loaded machine) and its reads
+
+log = logging.getLogger(__name__)
 
 
 def read(conf: Mapping[str, Any], topic: str, per_partition: int,
@@ -58,6 +66,28 @@ class DeadLetters:
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[int, int | None]] = {}  # topic: (end, newest dead letter ms)
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def _look(
+        self, conf: Mapping[str, Any], wanted: list[tuple[str, int, int]]
+    ) -> tuple[dict[str, int], set[str]]:
+        """:func:`last_records` in a child process: it fetches every topic, and on Tansu a
+        fetch of a topic being deleted crashes librdkafka (:mod:`lagless.kafka.isolated`). A
+        crash or a hang there leaves every topic unread this time; a new process starts."""
+        if not wanted:
+            return {}, set()
+        with self._lock:
+            if self._pool is None:
+                spawn = multiprocessing.get_context("spawn")
+                self._pool = ProcessPoolExecutor(1, mp_context=spawn)
+            try:
+                return self._pool.submit(last_records, dict(conf), wanted).result(LOOK_S)
+            except (BrokenProcessPool, TimeoutError) as exc:
+                log.warning("the dead-letter look's process failed (%r); a new one starts", exc)
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+                return {}, {t for t, _, _ in wanted}
 
     def topics(self, console: Console) -> list[str]:
         """The dead-letter topics, the most recently written first."""
@@ -68,7 +98,7 @@ class DeadLetters:
         }
         wanted = [(name, p, end - 1) for name, t in todo.items()
                   for p, end in enumerate(t.ends) if end > 0]  # fmt: skip
-        found, unread = last_records(console.conf, wanted)
+        found, unread = self._look(console.conf, wanted)
         for name, t in todo.items():
             if name not in unread:  # a topic not read in time is looked at again next time
                 self._seen[name] = (t.end, found.get(name))
