@@ -16,8 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Message, TopicPartition
 
-from lagless.kafka.offsets import topic_ranges
+from lagless.errors import ClusterError
+from lagless.kafka.admin import delete_topic
+from lagless.kafka.clients import make_consumer
+from lagless.kafka.offsets import probe_conf, topic_ranges
+from lagless.kafka.records import data_only
+from lagless.kafka.tail import read_through
 from tests.conftest import LAGLESS, Cluster, run_cli
 
 pytestmark = pytest.mark.integration
@@ -281,3 +287,38 @@ def test_from_a_named_pipe_and_a_directory(
     proc = run_cli("produce", topic, "--from", str(tmp_path), cluster=cluster)
     assert proc.returncode == 2
     assert proc.stderr == f"lagless: error: --from {tmp_path}: is a directory\n"
+
+
+def test_a_bounded_read_of_a_topic_deleted_meanwhile_stops_with_one_line(
+    cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    """A bounded read fetching a topic that was deleted would wait forever for its end; after
+    a quiet spell it checks where it stands: read to the end, or the topic gone."""
+    topic = make_topic(1)
+    cluster.produce(topic, [b"a", b"b", b"c"])
+    consumer = make_consumer(probe_conf(cluster.conf))
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        got: list[Message] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 3 and time.monotonic() < deadline:
+            got.extend(data_only(consumer.consume(10, timeout=0.5)))
+        assert len(got) == 3
+        key = (topic, 0)
+        assert read_through(consumer, {key}, {key: 3}, topic) == {key}  # at its end
+        assert read_through(consumer, {key}, {key: 4}, topic) == set()  # one more to come
+        consumer.pause([TopicPartition(topic, 0)])  # Tansu 0.6 crashes a fetch of a deleted topic
+        time.sleep(1.0)  # the fetch in flight answered
+        delete_topic(cluster.conf, topic, 15.0)
+        with pytest.raises(ClusterError, match=f"cannot read '{topic}': it was deleted"):
+            poll_until_gone(lambda: read_through(consumer, {key}, {key: 4}, topic))
+    finally:
+        consumer.close()
+
+
+def poll_until_gone(check: Callable[[], object], timeout: float = 30.0) -> None:
+    """Call ``check`` until it raises (metadata may show a deleted topic for a moment)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        check()
+        time.sleep(0.5)

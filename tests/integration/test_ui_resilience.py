@@ -6,12 +6,14 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote
 
 import pytest
+from confluent_kafka import Producer
 
 from lagless.kafka.admin import alter_committed_offsets, delete_topic
 from tests.conftest import Cluster
@@ -19,6 +21,7 @@ from tests.integration.ui_helpers import api, console, poll, request
 
 pytestmark = pytest.mark.integration
 DELETIONS = 8
+PAGE_DELETIONS = 5
 
 
 def ends_of(base: str) -> dict[str, int]:
@@ -44,6 +47,50 @@ def test_topics_deleted_while_sampled_leave_the_console_alive(
         cluster.produce(kept, [b"y"] * 7)
         poll(lambda: ends_of(base).get(kept) == 7, 30, "the kept topic still sampled")
         assert api(base, "/api/cluster")["up"] is True
+        assert ui.proc.poll() is None
+
+
+def test_topics_deleted_while_their_pages_are_read_leave_the_console_alive(
+    cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """A topic's page and the dead-letters page fetch records: deleting the topic they read
+    fails at most that page, never the console."""
+    kept = make_topic(1)
+    cluster.produce(kept, [b"kept-record"])
+    letter = [("lagless-dlq-error-class", b"ValueError"), ("lagless-dlq-error", b"bad")]
+    with console(tmp_path / "home", cluster.bootstrap, tmp_path, "--interval", "0.2") as (
+        base,
+        ui,
+    ):
+        poll(lambda: kept in ends_of(base), 60, "the kept topic sampled")
+        answers: list[int] = []
+        for i in range(PAGE_DELETIONS):
+            doomed = make_topic(3)
+            producer = Producer(cluster.conf)
+            for n in range(300):
+                producer.produce(doomed, b"x" * 100, partition=n % 3, headers=letter)
+            assert producer.flush(10) == 0
+            poll(lambda: ends_of(base).get(doomed) == 300, 30, f"topic {i} sampled")  # noqa: B023
+            done = threading.Event()
+
+            def browse(topic: str = doomed, done: threading.Event = done) -> None:
+                while not done.is_set():
+                    for path in ("/topic/" + quote(topic, safe=""), "/dead-letters"):
+                        answers.append(request(base.rstrip("/") + path)[0])
+
+            readers = [threading.Thread(target=browse) for _ in range(2)]
+            for reader in readers:
+                reader.start()
+            time.sleep(0.3 + 0.3 * i)  # the deletion falls at another moment each time
+            delete_topic(cluster.conf, doomed, 15.0)
+            time.sleep(1.0)
+            done.set()
+            for reader in readers:
+                reader.join(120)
+            assert ui.proc.poll() is None, f"lagless ui died: {ui.err()[-2000:]}"
+        assert answers and set(answers) <= {200, 404}, sorted(set(answers))
+        status, body, _ = request(base.rstrip("/") + "/topic/" + quote(kept, safe=""))
+        assert status == 200 and "kept-record" in body
         assert ui.proc.poll() is None
 
 

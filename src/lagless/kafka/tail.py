@@ -4,11 +4,12 @@ end offsets seen when it starts, or on and on (``follow``). It never joins a gro
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from lagless.errors import ClusterError, ConfigError
 from lagless.kafka.clients import make_consumer
@@ -16,6 +17,8 @@ from lagless.kafka.offsets import OffsetProbe, PartitionKey, probe_conf
 from lagless.kafka.records import coordinates, data_only
 from lagless.kafka.reset import parse_time
 from lagless.kafka.seek import offsets_at_time
+
+QUIET_CHECK_S = 2.0  # a bounded read that got nothing this long checks where it stands
 
 
 @dataclass(frozen=True)
@@ -68,9 +71,16 @@ def tail(conf: Mapping[str, Any], spec: TailSpec, poll: float = 0.5) -> Iterator
     consumer = make_consumer(probe_conf(conf))
     consumer.assign([TopicPartition(t, p, begin[(t, p)]) for t, p in sorted(todo)])
     sent = 0
+    quiet_since = time.monotonic()
     try:
         while todo:
-            for msg in data_only(consumer.consume(500, timeout=poll)):
+            batch = consumer.consume(500, timeout=poll)
+            if batch:
+                quiet_since = time.monotonic()
+            elif not spec.follow and time.monotonic() - quiet_since >= QUIET_CHECK_S:
+                todo -= read_through(consumer, todo, ends, spec.topic)
+                quiet_since = time.monotonic()
+            for msg in data_only(batch):
                 where = coordinates(msg)
                 key = (where.topic, where.partition)
                 if key not in todo:
@@ -88,6 +98,19 @@ def tail(conf: Mapping[str, Any], spec: TailSpec, poll: float = 0.5) -> Iterator
         raise ClusterError(f"cannot read {spec.topic!r}: {exc}") from None
     finally:
         consumer.close()
+
+
+def read_through(
+    consumer: Consumer, todo: set[PartitionKey], ends: Mapping[PartitionKey, int], topic: str
+) -> set[PartitionKey]:
+    """Of a bounded read that got nothing for a while: the partitions read to their end
+    without a record at it (the last offsets are transaction markers), or ClusterError if the
+    topic was deleted meanwhile (a fetch of it would wait forever)."""
+    if topic not in consumer.list_topics(timeout=10.0).topics:
+        raise ClusterError(f"cannot read {topic!r}: it was deleted while it was read")
+    positions = consumer.position([TopicPartition(t, p) for t, p in todo])
+    return {(tp.topic, tp.partition) for tp in positions
+            if tp.offset >= ends[(tp.topic, tp.partition)]}  # fmt: skip
 
 
 def partitions_arg(values: Sequence[int] | None) -> tuple[int, ...]:

@@ -10,6 +10,7 @@ from typing import Any
 from lagless.ui.cluster import ClusterReads
 from lagless.ui.exporter import SamplerCollector, registry
 from lagless.ui.model import Snapshot
+from lagless.ui.records import PageReads
 from lagless.ui.sampler import Sampler
 from lagless.ui.scrape import Instances
 from lagless.ui.store import STORE_FILE, Store
@@ -29,7 +30,8 @@ class ConsoleConfig:
 
 
 class Console:
-    """Owns the sampler (a thread), the store and the instances it watches."""
+    """Owns the sampler (a thread), the store, the instances it watches and the pages' reads
+    of records."""
 
     def __init__(self, conf: Mapping[str, Any], config: ConsoleConfig) -> None:
         self.conf = dict(conf)
@@ -37,6 +39,7 @@ class Console:
         self.store = Store(config.state_dir / STORE_FILE, config.retention, config.max_bytes)
         self.instances = Instances(config.state_dir, config.scrape)
         self.reads = ClusterReads(conf)
+        self.pages = PageReads(conf)
         self.sampler = Sampler(
             self.reads, config.interval, instances=self.instances.look, sink=self.store.write
         )
@@ -55,6 +58,7 @@ class Console:
     def stop(self) -> None:
         self.sampler.stop()
         self.reads.close()
+        self.pages.close()
         self.store.close()
 
     def scraped(self) -> Sequence[str]:

@@ -1,17 +1,13 @@
 """Records shown on the console: a topic's latest records (as ``lagless tail`` formats them:
 UTF-8 as is, control characters and invalid bytes as ``\\xNN``) and the dead letters of the
-engine's dead-letter topics, grouped by error class."""
+engine's dead-letter topics, grouped by error class. Every read runs in a child process
+(:class:`PageReads`), so a fetch that crashes librdkafka costs one page, not the console."""
 
 from __future__ import annotations
 
-import logging
-import multiprocessing
-import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from confluent_kafka import KafkaException, Message, TopicPartition
@@ -27,18 +23,19 @@ from lagless.engine.results.dlq import (
 )
 from lagless.errors import LaglessError
 from lagless.kafka.clients import make_consumer
+from lagless.kafka.isolated import IsolatedCalls
 from lagless.kafka.offsets import probe_conf
 from lagless.kafka.records import coordinates, data_only, header_pairs, timestamp_ms
 from lagless.kafka.tail import TailSpec, tail
-from lagless.ui.console import Console
+from lagless.ui.model import Snapshot
 from lagless.ui.pages import cell, e, table, topic_href
 
 LATEST = 5  # records per partition on a topic's page
 DLQ_SCAN = 500  # dead letters read per dead-letter topic
 DLQ_SHOWN = 10  # dead-letter topics read on one page (the most recently written first)
-LOOK_S = 70.0  # the look's process: its start (imports, on a loaded machine) and its reads
+CALL_S = 30.0  # one read in the pages' child process (a look reads for 5 s)
 
-log = logging.getLogger(__name__)
+Letter = tuple[int | None, dict[str, str]]  # a dead letter: its timestamp (ms), its headers
 
 
 def read(conf: Mapping[str, Any], topic: str, per_partition: int,
@@ -60,50 +57,62 @@ def headers_of(msg: Message) -> dict[str, str]:
     return {k: text(v) for k, v in header_pairs(msg)}
 
 
-class DeadLetters:
-    """Which topics hold dead letters (their last record carries the engine's DLQ headers) and
-    when the newest was written, remembered per topic until its end moves."""
+def dead_letters(conf: Mapping[str, Any], topic: str) -> list[Letter]:
+    """The last ``DLQ_SCAN`` records of a dead-letter topic: timestamp and headers each."""
+    return [(timestamp_ms(m), headers_of(m)) for m in read(conf, topic, DLQ_SCAN, DLQ_SCAN)]
 
-    def __init__(self) -> None:
+
+class PageReads:
+    """The console pages' reads of records, run in a child process
+    (:class:`lagless.kafka.isolated.IsolatedCalls`): they fetch, and on Tansu a fetch of a
+    topic being deleted crashes librdkafka (:mod:`lagless.kafka.isolated`); a crash or a hang
+    fails that read with one line and the next read starts a new child. Also remembers which
+    topics hold dead letters (their last record carries the engine's DLQ headers) and when the
+    newest was written, per topic until its end moves."""
+
+    def __init__(self, conf: Mapping[str, Any]) -> None:
+        self.conf = dict(conf)
+        self.calls = IsolatedCalls("console record reader", CALL_S)
         self._seen: dict[str, tuple[int, int | None]] = {}  # topic: (end, newest dead letter ms)
-        self._pool: ProcessPoolExecutor | None = None
-        self._lock = threading.Lock()
 
-    def _look(
-        self, conf: Mapping[str, Any], wanted: list[tuple[str, int, int]]
-    ) -> tuple[dict[str, int], set[str]]:
-        """:func:`last_records` in a child process: it fetches every topic, and on Tansu a
-        fetch of a topic being deleted crashes librdkafka (:mod:`lagless.kafka.isolated`). A
-        crash or a hang there leaves every topic unread this time; a new process starts."""
+    def close(self) -> None:
+        self.calls.close()
+
+    def latest(self, topic: str) -> tuple[list[dict[str, Any]], str | None]:
+        """:func:`latest_records` of ``topic``, or no records and the error."""
+        try:
+            return self.calls.call(latest_records, self.conf, topic)
+        except LaglessError as exc:
+            return [], str(exc)
+
+    def dead_letters(self, topic: str) -> list[Letter]:
+        """:func:`dead_letters` of ``topic`` (LaglessError: one line)."""
+        return self.calls.call(dead_letters, self.conf, topic)
+
+    def _look(self, wanted: list[tuple[str, int, int]]) -> tuple[dict[str, int], set[str]]:
+        """:func:`last_records`; a failed look leaves every topic unread this time."""
         if not wanted:
             return {}, set()
-        with self._lock:
-            if self._pool is None:
-                spawn = multiprocessing.get_context("spawn")
-                self._pool = ProcessPoolExecutor(1, mp_context=spawn)
-            try:
-                return self._pool.submit(last_records, dict(conf), wanted).result(LOOK_S)
-            except (BrokenProcessPool, TimeoutError) as exc:
-                log.warning("the dead-letter look's process failed (%r); a new one starts", exc)
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = None
-                return {}, {t for t, _, _ in wanted}
+        try:
+            return self.calls.call(last_records, self.conf, wanted)
+        except LaglessError:
+            return {}, {t for t, _, _ in wanted}
 
-    def topics(self, console: Console) -> list[str]:
+    def dead_letter_topics(self, latest: Snapshot) -> list[str]:
         """The dead-letter topics, the most recently written first."""
         todo = {
             t.topic: t
-            for t in console.latest.topics
+            for t in latest.topics
             if (known := self._seen.get(t.topic)) is None or known[0] != t.end
         }
         wanted = [(name, p, end - 1) for name, t in todo.items()
                   for p, end in enumerate(t.ends) if end > 0]  # fmt: skip
-        found, unread = self._look(console.conf, wanted)
+        found, unread = self._look(wanted)
         for name, t in todo.items():
             if name not in unread:  # a topic not read in time is looked at again next time
                 self._seen[name] = (t.end, found.get(name))
         newest = {t.topic: self._seen.get(t.topic, (0, found.get(t.topic)))[1]
-                  for t in console.latest.topics}  # fmt: skip
+                  for t in latest.topics}  # fmt: skip
         return sorted((t for t, ms in newest.items() if ms is not None),
                       key=lambda t: -(newest[t] or 0))  # fmt: skip
 
@@ -140,11 +149,8 @@ def last_records(conf: Mapping[str, Any], wanted: list[tuple[str, int, int]],
     return out, {t for t, _ in todo}
 
 
-FINDER = DeadLetters()
-
-
-def dead_letters_page(console: Console) -> str:
-    topics = FINDER.topics(console)
+def dead_letters_page(reads: PageReads, latest: Snapshot) -> str:
+    topics = reads.dead_letter_topics(latest)
     if not topics:
         return (
             "<h2>Dead letters</h2><p>No dead-letter topic found: a topic counts as one when "
@@ -161,14 +167,13 @@ def dead_letters_page(console: Console) -> str:
         )
     for topic in topics[:DLQ_SHOWN]:
         try:
-            msgs = read(console.conf, topic, DLQ_SCAN, DLQ_SCAN)
+            letters = reads.dead_letters(topic)
         except LaglessError as exc:
             parts.append(f"<p class='ERR'>{e(exc)}</p>")
             continue
-        letters = [(m, headers_of(m)) for m in msgs]
-        by_class: dict[str, list[tuple[Message, dict[str, str]]]] = defaultdict(list)
-        for m, h in letters:
-            by_class[h.get(H_ERROR_CLASS, "(no error class)")].append((m, h))
+        by_class: dict[str, list[Letter]] = defaultdict(list)
+        for ms, h in letters:
+            by_class[h.get(H_ERROR_CLASS, "(no error class)")].append((ms, h))
         parts.append(
             f"<h3>topic <a class='name' href='{e(topic_href(topic))}'>{e(topic)}</a> "
             f"<span class='note'>last {len(letters)} dead letters</span></h3>"
@@ -176,7 +181,7 @@ def dead_letters_page(console: Console) -> str:
         summary = []
         for klass, items in sorted(by_class.items(), key=lambda kv: -len(kv[1])):
             minutes = Counter(
-                time.strftime("%H:%M", time.gmtime((timestamp_ms(m) or 0) / 1000)) for m, _ in items
+                time.strftime("%H:%M", time.gmtime((ms or 0) / 1000)) for ms, _ in items
             )
             over_time = ", ".join(f"{k} {n}" for k, n in sorted(minutes.items())[-10:])
             summary.append([cell(klass, "name"), cell(len(items)), cell(over_time, "name")])

@@ -21,7 +21,7 @@ from lagless.ui.assets import asset_bytes
 from lagless.ui.auth import COOKIE, Guard
 from lagless.ui.console import Console
 from lagless.ui.labruns import lab_file, lab_page
-from lagless.ui.records import dead_letters_page, latest_records
+from lagless.ui.records import dead_letters_page
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +220,7 @@ def make_handler(console: Console, guard: Guard) -> type[BaseHTTPRequestHandler]
             found = [t for t in console.latest.topics if t.topic == name]
             if not found:
                 raise ReplyError(HTTPStatus.NOT_FOUND, f"no topic {name!r}")
-            records, error = latest_records(console.conf, name)
+            records, error = console.pages.latest(name)
             doc = {**found[0].to_json(), "ends": found[0].ends}
             body = pages.topic_page(doc, records, error, guard.csrf, guard.allow_writes)
             self.page(f"topic {name}", body, "topic", {"topic": name})
@@ -235,7 +235,8 @@ def make_handler(console: Console, guard: Guard) -> type[BaseHTTPRequestHandler]
             self.send(HTTPStatus.OK, body, ctype)
 
         def get_dead_letters(self) -> None:
-            self.page("dead letters", dead_letters_page(console), "dead-letters")
+            body = dead_letters_page(console.pages, console.latest)
+            self.page("dead letters", body, "dead-letters")
 
         def get_static(self, name: str) -> None:
             kind = STATIC_TYPES.get(name[name.rfind(".") :])
