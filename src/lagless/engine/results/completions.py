@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from queue import Empty, Queue
+from queue import Empty
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,6 +27,7 @@ from lagless.engine.results.dlq import DeadLettered, DeadLetterQueue
 from lagless.engine.results.ledger import Ledger
 from lagless.engine.results.publish import Publisher
 from lagless.engine.tally import Tally
+from lagless.engine.workers.inbox import Inbox
 from lagless.engine.workers.protocol import Completion
 from lagless.engine.workers.retry import Outcome, TaskResult
 from lagless.errors import LaglessError, RecordError
@@ -42,7 +43,7 @@ class Completions:
         self,
         config: EngineConfig,
         metrics: Metrics,
-        inbox: Queue[object],
+        inbox: Inbox,
         owned: Owned,
         strategy: Strategy,
         tally: Tally,

@@ -23,12 +23,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Hashable, Sequence
-from queue import Queue
 from typing import Any
 
 from lagless.engine.handlers import Handler
 from lagless.engine.record import Record
 from lagless.engine.workers.batch import run_batch_async
+from lagless.engine.workers.inbox import Outbox
 from lagless.engine.workers.protocol import ASYNC_TASK_S, Completion
 from lagless.engine.workers.retry import (
     Attempts,
@@ -118,9 +118,7 @@ class AsyncWorkers:
     inlined = 0
     ran_here = 0
 
-    def __init__(
-        self, handler: Any, batch: bool, policy: RetryPolicy, completions: Queue[object]
-    ) -> None:
+    def __init__(self, handler: Any, batch: bool, policy: RetryPolicy, completions: Outbox) -> None:
         self._handler = handler
         self._batch = batch
         self._policy = policy

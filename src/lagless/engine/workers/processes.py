@@ -11,10 +11,10 @@ import time
 from collections.abc import Hashable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from queue import Queue
 from typing import Any
 
 from lagless.engine.record import Record
+from lagless.engine.workers.inbox import Outbox
 from lagless.engine.workers.protocol import PROCESS_TASK_S, Completion, Runner
 from lagless.engine.workers.retry import Outcome, RetryPolicy, TaskResult, failure, run_each
 from lagless.errors import ConfigError
@@ -78,7 +78,7 @@ class ProcessWorkers:
         handler: Any,
         run: Runner,
         policy: RetryPolicy,
-        completions: Queue[object],
+        completions: Outbox,
         slots: int = 1024,
     ) -> None:
         try:

@@ -9,12 +9,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
-from queue import Queue, SimpleQueue
+from queue import SimpleQueue
 from typing import Any
 
 from lagless.engine.intake.messages import stamps_ms
 from lagless.engine.record import Record
 from lagless.engine.workers.batch import BatchRun
+from lagless.engine.workers.inbox import Outbox
 from lagless.engine.workers.inline import HereRun, InlinePace, note_here, rest_of, run_here
 from lagless.engine.workers.protocol import THREAD_TASK_S, Completion, Runner
 from lagless.engine.workers.retry import RetryPolicy, TaskResult, Wait
@@ -40,7 +41,7 @@ class ThreadWorkers:
         handler: Any,
         run: Runner,
         policy: RetryPolicy,
-        completions: Queue[object],
+        completions: Outbox,
         *,
         inline: bool = False,
         batch: bool = False,
@@ -185,6 +186,10 @@ class ThreadWorkers:
                     result = rest(wait)
                 elif pace is None:  # nothing to measure (no inline path)
                     result = run(handler, records, policy, wait)
+                elif pace.slow:  # the wall clock alone (see InlinePace.slow)
+                    wall = perf()
+                    result = run(handler, records, policy, wait)
+                    pace.note_wall((perf() - wall) / (1 if per_call else max(1, len(records))))
                 else:
                     wall, cpu = perf(), thread_time()
                     result = run(handler, records, policy, wait)
