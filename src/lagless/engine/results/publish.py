@@ -73,6 +73,29 @@ class Publisher:
         if self._noted >= FLUSH_RECORDS:
             self.flush()
 
+    def finished_tasks(
+        self,
+        counter: Any,
+        e2e: Any,
+        stamps: NDArray[np.int64],
+        ends: list[float],
+        lengths: list[int],
+    ) -> None:
+        """Tasks' records with timestamps ``stamps`` (the tasks' records one after another)
+        finished, task ``i``'s ``lengths[i]`` records at ``ends[i]``: as :meth:`finished` for
+        each task."""
+        count = len(stamps)
+        self._counts[counter] = self._counts.get(counter, 0) + count
+        pending = self._stamps.get(e2e)
+        if pending is None:
+            pending = self._stamps[e2e] = _Stamps()
+        pending.stamps.append(stamps)
+        pending.ends.extend(ends)
+        pending.lengths.extend(lengths)
+        self._noted += count
+        if self._noted >= FLUSH_RECORDS:
+            self.flush()
+
     def processing(self, histogram: Any, seconds: list[float]) -> None:
         """Handler calls that took ``seconds``, for ``histogram``."""
         pending = self._seconds.get(histogram)

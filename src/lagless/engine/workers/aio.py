@@ -115,6 +115,7 @@ class AsyncWorkers:
 
     task_s = ASYNC_TASK_S
     chains = False
+    ahead = 0  # a task starts at once: nothing to queue
     inlined = 0
     ran_here = 0
 
@@ -135,7 +136,9 @@ class AsyncWorkers:
         asyncio.set_event_loop(self._loop)
         self._loop.run_forever()
 
-    def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
+    def submit(
+        self, records: Sequence[Record], epoch: int, lane: Hashable = None, here: bool = True
+    ) -> None:
         assert lane is None, "the event loop runs no lanes"
         self._incoming.append((records, epoch))
         if not self._wake_pending.is_set():
@@ -160,6 +163,9 @@ class AsyncWorkers:
             task = asyncio.current_task()
             if task is not None:
                 self._tasks.discard(task)
+
+    def dropped(self, epoch: int) -> None:
+        """Nothing waits to start: every task submitted has started."""
 
     def abort(self) -> None:
         """Cut retry backoffs short (the engine is stopping)."""
