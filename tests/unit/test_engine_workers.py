@@ -103,7 +103,8 @@ def test_tasks_ahead_wait_for_a_thread_and_start_as_threads_free() -> None:
     assert most == 8
 
 
-def test_queued_tasks_of_a_dropped_assignment_never_start() -> None:
+def one_held_thread() -> tuple[ThreadWorkers, Queue[object], list[int], threading.Event]:
+    """One thread whose handler notes each offset it starts, then waits for the event."""
     ran: list[int] = []
     release = threading.Event()
 
@@ -112,7 +113,16 @@ def test_queued_tasks_of_a_dropped_assignment_never_start() -> None:
         release.wait(5)
 
     completions: Queue[object] = Queue()
-    workers = ThreadWorkers(1, handler, run_each, RetryPolicy(0), completions)
+    return (
+        ThreadWorkers(1, handler, run_each, RetryPolicy(0), completions),
+        completions,
+        ran,
+        release,
+    )
+
+
+def test_queued_tasks_of_a_dropped_assignment_never_start() -> None:
+    workers, completions, ran, release = one_held_thread()
     try:
         workers.submit([record(0)], 1)  # runs
         workers.submit([record(1)], 1)  # waits for the thread
@@ -130,15 +140,7 @@ def test_queued_tasks_of_a_dropped_assignment_never_start() -> None:
 
 
 def test_queued_tasks_do_not_start_once_the_workers_close() -> None:
-    ran: list[int] = []
-    release = threading.Event()
-
-    def handler(record: Record) -> None:
-        ran.append(record.offset)
-        release.wait(5)
-
-    completions: Queue[object] = Queue()
-    workers = ThreadWorkers(1, handler, run_each, RetryPolicy(0), completions)
+    workers, completions, ran, release = one_held_thread()
     workers.submit([record(0)], 1)  # runs
     workers.submit([record(1)], 1)  # queued ahead
     time.sleep(0.05)
