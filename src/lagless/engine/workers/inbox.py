@@ -7,8 +7,7 @@ that finds it held. Not :class:`queue.Queue`: its ``put`` and ``get`` run a few 
 of Python each under a mutex and a condition, and with hundreds of worker threads finishing
 tasks of one record each (``bench/seed000.py``: 3,600 sleeps of 10-30 ms, 200 at once, ~9,000
 tasks a second) a thread holding that mutex when the GIL passes to another stalls every thread
-putting behind it: measured there, the poll loop turned less often and the span of the run
-grew by 4-7 % (docs/benchmarks/seed000.md).
+putting behind it.
 
 Not ``SimpleQueue.get(timeout=...)`` either: on CPython 3.11 (measured on 3.11.7) that wait,
 interrupted by a signal close to its deadline, computes a negative remaining time, which means

@@ -38,8 +38,7 @@ class ThreadWorkers:
     in the queue, and a thread that finishes a task takes the next at once, holding the GIL,
     instead of blocking until the poll loop has collected its completion and handed out
     another task (two more hand-overs of the GIL per task, each waiting its turn among the
-    threads: with 200 threads and tasks of 10-30 ms that kept ~10 % of them idle,
-    ``bench/seed000.py``). The threads still bound the calls running at once."""
+    threads). The threads still bound the calls running at once."""
 
     task_s = THREAD_TASK_S
     chains = True
