@@ -11,7 +11,7 @@ from lagless.engine.record import Record
 from lagless.engine.workers.batch import run_batch
 from lagless.engine.workers.protocol import Completion
 from lagless.engine.workers.retry import RetryPolicy, run_each
-from lagless.engine.workers.threads import ThreadWorkers
+from lagless.engine.workers.threads import GONE_KEPT, ThreadWorkers
 
 
 def record(offset: int, partition: int = 0) -> Record:
@@ -137,6 +137,23 @@ def test_queued_tasks_of_a_dropped_assignment_never_start() -> None:
     by_offset = {c.records[0].offset: c for c in done if isinstance(c, Completion)}
     assert by_offset[1].result is None, "comes back without a result: not done, not committed"
     assert by_offset[0].result is not None and by_offset[2].result is not None
+
+
+def test_the_dropped_epochs_remembered_stay_bounded_and_keep_the_newest() -> None:
+    workers, completions, ran, release = one_held_thread()
+    try:
+        workers.submit([record(0)], 1)  # holds the thread
+        newest = GONE_KEPT * 3
+        workers.submit([record(1)], newest)  # queued behind it
+        for epoch in range(2, newest + 1):  # thousands of revokes in a long life
+            workers.dropped(epoch)
+        release.set()
+        done = [completions.get(timeout=10) for _ in range(2)]
+    finally:
+        workers.close(1.0)
+    assert ran == [0], "the newest dropped epoch is still known: its queued task never starts"
+    assert all(isinstance(c, Completion) for c in done)
+    assert workers.dropped_epochs() <= GONE_KEPT
 
 
 def test_queued_tasks_do_not_start_once_the_workers_close() -> None:

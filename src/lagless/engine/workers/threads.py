@@ -25,6 +25,9 @@ from lagless.engine.workers.retry import RetryPolicy, TaskResult, Wait
 _Task = tuple[Sequence[Record], int, Hashable, Callable[[Wait], TaskResult | None] | None]
 
 AHEAD_SHARE = 4  # tasks taken ahead: one per this many threads (at least one)
+# epochs of dropped assignments remembered: a task queued behind thousands of later revokes
+# is past any budget (were it to start, its completion's old epoch is ignored all the same)
+GONE_KEPT = 4096
 
 
 class ThreadWorkers:
@@ -180,7 +183,15 @@ class ThreadWorkers:
     def dropped(self, epoch: int) -> None:
         """Tasks of assignment ``epoch`` still queued (ahead, or behind their lane) never
         start: they come back without a result, their records not done."""
-        self._gone.add(epoch)
+        gone = self._gone
+        gone.add(epoch)
+        if len(gone) > GONE_KEPT:  # bounded: keep the newest (epochs grow)
+            for old in sorted(gone)[: len(gone) - GONE_KEPT // 2]:
+                gone.discard(old)
+
+    def dropped_epochs(self) -> int:
+        """How many dropped assignments are remembered (at most ``GONE_KEPT``)."""
+        return len(self._gone)
 
     def close(self, timeout: float) -> None:
         """Ask every thread to end; wait ``timeout`` seconds in all (they are daemons). Tasks
