@@ -1,7 +1,7 @@
 """The jobs workload through the naive designs and the engine, side by side in one run.
 
 Prints one JSON object. Usage: python bench/seed000.py [--jobs N] [--partitions P]
-[--keys K] [--max-in-flight M]
+[--keys K] [--max-in-flight M] [--only VARIANT ...] [--rounds R]
 
 Every variant reads the same topic (jobs sleeping 10-30 ms, seed 0) with its own group:
   sequential     one thread handles each polled record in turn (commit per record, async)
@@ -11,6 +11,10 @@ Every variant reads the same topic (jobs sleeping 10-30 ms, seed 0) with its own
                  awaiting ``asyncio.sleep``, at --max-in-flight 200 and 2000 (--async-in-flight)
 ``seconds`` runs from the first handler start to the last handler end, so joining the group
 (~3 s on the embedded broker) counts for none of them. ``ideal_s`` = total sleep / in-flight.
+``--only`` runs just the variants named (``threads_vs_async`` for that part; the JSON keeps its
+keys, the variants not run absent); ``--rounds R`` runs each of them R times, one after the
+other on the same topic, and adds ``rounds`` (every run's seconds) beside ``seconds`` (the
+last run's).
 """
 
 from __future__ import annotations
@@ -194,6 +198,13 @@ def threads_vs_async(
     return out
 
 
+NAIVE: dict[str, Callable[[Mapping[str, Any], str, int], float]] = {
+    "sequential": sequential,
+    "batch_barrier": batch_barrier,
+}
+VARIANTS = (*NAIVE, *(f"engine_{o.value}" for o in Ordering), "threads_vs_async")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=3600)
@@ -205,7 +216,15 @@ def main() -> None:
         help="in-flight limits for the threads-vs-async comparison",
     )  # fmt: skip
     parser.add_argument("--only-async", action="store_true", help="run only threads_vs_async")
+    parser.add_argument(
+        "--only", nargs="+", choices=VARIANTS, metavar="VARIANT",
+        help=f"run only these variants (of {', '.join(VARIANTS)})",
+    )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each variant")
     args = parser.parse_args()
+    only = set(args.only or VARIANTS)
+    if args.only_async:
+        only = {"threads_vs_async"}
     logging.basicConfig(level=logging.ERROR)
 
     spec = WorkloadSpec(Workload.JOBS, keys=args.keys, sleep_ms=(10, 30), seed=0)
@@ -223,16 +242,23 @@ def main() -> None:
         produced = run_load(conf, topic, records, count=len(records)).produced
         assert produced == args.jobs, produced
         seconds: dict[str, float] = {}
+        rounds: dict[str, list[float]] = {}
         details: dict[str, Any] = {}
-        if not args.only_async:
-            seconds["sequential"] = sequential(conf, topic, args.jobs)
-            seconds["batch_barrier"] = batch_barrier(conf, topic, args.jobs)
+        compared: dict[str, Any] = {}
+        for _ in range(args.rounds):
+            for name, naive in NAIVE.items():
+                if name in only:
+                    seconds[name] = naive(conf, topic, args.jobs)
+                    rounds.setdefault(name, []).append(seconds[name])
             for ordering in Ordering:
                 name = f"engine_{ordering.value}"
-                seconds[name], details[name] = engine(
-                    conf, topic, args.jobs, ordering, args.max_in_flight
-                )
-        compared = threads_vs_async(conf, topic, args.jobs, args.async_in_flight)
+                if name in only:
+                    seconds[name], details[name] = engine(
+                        conf, topic, args.jobs, ordering, args.max_in_flight
+                    )
+                    rounds.setdefault(name, []).append(seconds[name])
+            if "threads_vs_async" in only:
+                compared = threads_vs_async(conf, topic, args.jobs, args.async_in_flight)
 
     ideal = total_sleep / args.max_in_flight
     print(
@@ -247,6 +273,7 @@ def main() -> None:
                 "total_sleep_s": round(total_sleep, 3),
                 "ideal_s": round(ideal, 3),
                 "seconds": seconds,
+                **({"rounds": rounds} if args.rounds > 1 else {}),
                 "speedup_vs_sequential": {
                     k: round(seconds["sequential"] / v, 2)
                     for k, v in seconds.items()

@@ -62,10 +62,12 @@ class Launcher:
         self._completions = parts.completions
         self.workers: Workers | None = None  # set when the run starts (see start)
         self._chained = False  # a partition's batches in lanes of the workers
+        self._limit = parts.config.max_in_flight  # tasks handed out at once (see start)
 
     def start(self, workers: Workers) -> None:
         self.workers = workers
         self._chained = self._strategy.chain(workers)
+        self._limit = self._config.max_in_flight + workers.ahead
 
     def task_size(self) -> int:
         assert self.workers is not None
@@ -87,7 +89,8 @@ class Launcher:
         if dispatcher.held + self._tally.in_flight < enough:
             return True
         since = time.monotonic() - last_poll
-        if dispatcher.starving and dispatcher.ready < (limit - self._tally.tasks) * size:
+        free = self._limit - self._tally.tasks
+        if dispatcher.starving and dispatcher.ready < free * size:
             return since >= POLL_SHORT_S  # a partition holds nothing and workers are free
         return since >= POLL_EVERY_S
 
@@ -103,11 +106,12 @@ class Launcher:
         return 0.0 if dispatcher.ready else IDLE_POLL_S
 
     def dispatch(self) -> None:
-        """Start tasks while fewer than max_in_flight run (chained: each in its partition's
-        lane, see :meth:`.strategy.PerBatch.chain`)."""
+        """Start tasks while fewer than max_in_flight run, and the workers' ``ahead`` more
+        wait for them (chained: each in its partition's lane, see
+        :meth:`.strategy.PerBatch.chain`)."""
         workers, tally, lifecycle = self.workers, self._tally, self._lifecycle
         assert workers is not None
-        limit = self._config.max_in_flight
+        limit = self._limit
         if tally.tasks >= limit or lifecycle.stopping or lifecycle.failure is not None:
             return
         now = time.monotonic()
@@ -118,6 +122,7 @@ class Launcher:
         left = count_left(self._config.count, tally, self._owned)
         submit, next_task = workers.submit, self._strategy.dispatcher.next_task
         chained, ran_here = self._chained, workers.ran_here
+        most = self._config.max_in_flight  # handler calls at once: a task here is one more
         while tally.tasks < limit:
             if left is not None:
                 if left <= 0:
@@ -128,12 +133,14 @@ class Launcher:
                 break
             key = partition_of(records)
             state = states[key]
+            here = tally.tasks < most  # else every thread may be running a task
             state.in_flight += len(records)
             tally.in_flight += len(records)
             tally.tasks += 1
             if left is not None:
                 left -= len(records)
-            submit(records, state.epoch, key if chained else None)
-        tally.max_in_flight_seen = max(tally.max_in_flight_seen, tally.tasks)
+            submit(records, state.epoch, key if chained else None, here)
+        running = min(tally.tasks, self._config.max_in_flight)  # the rest wait for a worker
+        tally.max_in_flight_seen = max(tally.max_in_flight_seen, running)
         if workers.ran_here != ran_here:  # tasks ran here (workers.inline): done already
             self._completions.collect(wait=0.0)

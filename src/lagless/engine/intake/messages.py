@@ -51,8 +51,8 @@ def stamps_ms(task: Sequence[Record]) -> NDArray[np.int64]:
     (a batch reads them from its messages without making records)."""
     if isinstance(task, MessageBatch):
         return task.stamps_ms()
-    stamps = (-1 if r.timestamp_ms is None else r.timestamp_ms for r in task)
-    return np.fromiter(stamps, np.int64, len(task))
+    # a list first: np.array of a list is about twice as fast as np.fromiter of a generator
+    return np.array([-1 if r.timestamp_ms is None else r.timestamp_ms for r in task], np.int64)
 
 
 def partition_of(task: Sequence[Record]) -> PartitionKey:

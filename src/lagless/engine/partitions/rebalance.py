@@ -176,7 +176,10 @@ class Rebalance:
         return states
 
     def _drop(self, states: list[PartitionState]) -> None:
+        workers = self._launcher.workers
         for state in states:
             self._owned.states.pop(state.tp, None)
+            if workers is not None:
+                workers.dropped(state.epoch)  # its tasks still queued do not start
             state.metrics.clear_gauges()
             self._tally.partition_done(state)

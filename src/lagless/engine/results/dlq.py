@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from queue import Queue
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
 from lagless.engine.record import Record
+from lagless.engine.workers.inbox import Outbox
 from lagless.engine.workers.retry import Outcome
 from lagless.kafka.clients import make_producer
 
@@ -78,7 +78,7 @@ class DeadLettered:
 class DeadLetterQueue:
     """An idempotent producer to the DLQ topic reporting into the completion queue."""
 
-    def __init__(self, conf: Mapping[str, Any], topic: str, completions: Queue[object]) -> None:
+    def __init__(self, conf: Mapping[str, Any], topic: str, completions: Outbox) -> None:
         self.topic = topic
         self._completions = completions
         self._producer = make_producer(

@@ -61,14 +61,27 @@ class Publisher:
     ) -> None:
         """Records with timestamps ``stamps`` (ms, -1: none) finished at ``finished_at``
         (wall clock): count them in ``counter`` and their latencies in ``e2e``."""
+        self.finished_tasks(counter, e2e, stamps, [finished_at], [len(stamps)])
+
+    def finished_tasks(
+        self,
+        counter: Any,
+        e2e: Any,
+        stamps: NDArray[np.int64],
+        ends: list[float],
+        lengths: list[int],
+    ) -> None:
+        """Tasks' records with timestamps ``stamps`` (the tasks' records one after another)
+        finished, task ``i``'s ``lengths[i]`` records at ``ends[i]``: count them in ``counter``
+        and their latencies in ``e2e``."""
         count = len(stamps)
         self._counts[counter] = self._counts.get(counter, 0) + count
         pending = self._stamps.get(e2e)
         if pending is None:
             pending = self._stamps[e2e] = _Stamps()
         pending.stamps.append(stamps)
-        pending.ends.append(finished_at)
-        pending.lengths.append(count)
+        pending.ends.extend(ends)
+        pending.lengths.extend(lengths)
         self._noted += count
         if self._noted >= FLUSH_RECORDS:
             self.flush()

@@ -23,12 +23,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Hashable, Sequence
-from queue import Queue
 from typing import Any
 
 from lagless.engine.handlers import Handler
 from lagless.engine.record import Record
 from lagless.engine.workers.batch import run_batch_async
+from lagless.engine.workers.inbox import Outbox
 from lagless.engine.workers.protocol import ASYNC_TASK_S, Completion
 from lagless.engine.workers.retry import (
     Attempts,
@@ -115,12 +115,11 @@ class AsyncWorkers:
 
     task_s = ASYNC_TASK_S
     chains = False
+    ahead = 0  # a task starts at once: nothing to queue
     inlined = 0
     ran_here = 0
 
-    def __init__(
-        self, handler: Any, batch: bool, policy: RetryPolicy, completions: Queue[object]
-    ) -> None:
+    def __init__(self, handler: Any, batch: bool, policy: RetryPolicy, completions: Outbox) -> None:
         self._handler = handler
         self._batch = batch
         self._policy = policy
@@ -137,7 +136,9 @@ class AsyncWorkers:
         asyncio.set_event_loop(self._loop)
         self._loop.run_forever()
 
-    def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
+    def submit(
+        self, records: Sequence[Record], epoch: int, lane: Hashable = None, here: bool = True
+    ) -> None:
         assert lane is None, "the event loop runs no lanes"
         self._incoming.append((records, epoch))
         if not self._wake_pending.is_set():
@@ -162,6 +163,9 @@ class AsyncWorkers:
             task = asyncio.current_task()
             if task is not None:
                 self._tasks.discard(task)
+
+    def dropped(self, epoch: int) -> None:
+        """Nothing waits to start: every task submitted has started."""
 
     def abort(self) -> None:
         """Cut retry backoffs short (the engine is stopping)."""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from queue import Queue
 from typing import Any
 
 from lagless.engine.workers.aio import AsyncWorkers, is_async
 from lagless.engine.workers.batch import run_batch
+from lagless.engine.workers.inbox import Outbox
 from lagless.engine.workers.processes import ProcessWorkers
 from lagless.engine.workers.protocol import Runner, Workers
 from lagless.engine.workers.retry import RetryPolicy, run_each
@@ -20,7 +20,7 @@ def make_workers(
     handler: Any,
     batch: bool,
     policy: RetryPolicy,
-    completions: Queue[object],
+    completions: Outbox,
     *,
     inline: bool = False,
 ) -> Workers:

@@ -53,6 +53,7 @@ from lagless.engine.workers.retry import (
 
 INLINE_CALL_S = 0.0002  # a call shorter than this on average may run on the poll thread
 INLINE_RUN_S = 0.005  # records run on the poll thread for at most this long at a time
+SLOW_CALL_S = 5 * INLINE_CALL_S  # calls longer than this on average: the wall clock suffices
 BUSY_SHARE = 0.5  # ... if at least this share of it is the calling thread's CPU time
 WEIGHT = 0.2  # of the newest call in the moving averages
 
@@ -75,6 +76,21 @@ class InlinePace:
             return
         self.wall_s += WEIGHT * (wall_s - self.wall_s)
         self.cpu_s += WEIGHT * (cpu_s - self.cpu_s)
+
+    def note_wall(self, wall_s: float) -> None:
+        """A task's calls took ``wall_s`` on the wall clock, their CPU time unread (only while
+        :attr:`slow`)."""
+        if self.wall_s is not None:
+            self.wall_s += WEIGHT * (wall_s - self.wall_s)
+
+    @property
+    def slow(self) -> bool:
+        """Whether the calls are measured far from fast (over :data:`SLOW_CALL_S` on average):
+        then the wall clock alone is noted, and a worker thread does not read its CPU time (a
+        system call before and after every task, holding the GIL, while the handler's threads
+        already contend for it). The CPU time is read again once the calls shorten."""
+        wall = self.wall_s
+        return wall is not None and wall > SLOW_CALL_S
 
     @property
     def fast(self) -> bool:

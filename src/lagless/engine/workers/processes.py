@@ -11,10 +11,10 @@ import time
 from collections.abc import Hashable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from queue import Queue
 from typing import Any
 
 from lagless.engine.record import Record
+from lagless.engine.workers.inbox import Outbox
 from lagless.engine.workers.protocol import PROCESS_TASK_S, Completion, Runner
 from lagless.engine.workers.retry import Outcome, RetryPolicy, TaskResult, failure, run_each
 from lagless.errors import ConfigError
@@ -69,6 +69,7 @@ class ProcessWorkers:
 
     task_s = PROCESS_TASK_S
     chains = False
+    ahead = 0  # max_in_flight tasks already wait in the pool for its few processes
     inlined = 0
     ran_here = 0
 
@@ -78,7 +79,7 @@ class ProcessWorkers:
         handler: Any,
         run: Runner,
         policy: RetryPolicy,
-        completions: Queue[object],
+        completions: Outbox,
         slots: int = 1024,
     ) -> None:
         try:
@@ -104,7 +105,9 @@ class ProcessWorkers:
             initargs=(self._stop, self._progress),
         )
 
-    def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
+    def submit(
+        self, records: Sequence[Record], epoch: int, lane: Hashable = None, here: bool = True
+    ) -> None:
         assert lane is None, "processes run no lanes"
         slot = self._free.pop() if self._free else -1
         if slot >= 0:
@@ -152,6 +155,10 @@ class ProcessWorkers:
                     records, epoch, _succeeded_before(records, ok, exc), _pool_error(exc), at
                 )
             )
+
+    def dropped(self, epoch: int) -> None:
+        """Tasks handed to the pool run as before (the pool queues them beyond its processes:
+        a task is not taken back once submitted)."""
 
     def abort(self) -> None:
         """Cut backoffs short in every process; cancel tasks not started yet."""

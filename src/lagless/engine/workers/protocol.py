@@ -1,11 +1,15 @@
 """The workers' protocol: what the poll loop hands a pool of workers and what comes back.
 
 The poll loop calls :meth:`Workers.submit` only for tasks it has decided to start (at most
-``max_in_flight`` at once), so every submitted task starts as soon as a worker is free, but
-a task of a *lane* (threads only, see :attr:`Workers.chains`): the tasks of one lane run one
-after another, in the order submitted, the next on the thread that ran the one before, without
-a turn of the poll loop in between. A task is a list of records of one partition run one after
-another (:func:`lagless.engine.workers.retry.run_each`) or as one batch
+``max_in_flight`` at once, plus :attr:`Workers.ahead`), so every submitted task starts as soon
+as a worker is free, but a task of a *lane* (threads only, see :attr:`Workers.chains`): the
+tasks of one lane run one after another, in the order submitted, the next on the thread that
+ran the one before, without a turn of the poll loop in between. Threads also take a few tasks
+*ahead* (:attr:`lagless.engine.workers.threads.ThreadWorkers.ahead`): queued, each starts on
+the next thread that frees, again without a turn of the poll loop; on threads, a task of an
+assignment that ended before it started never starts (:meth:`Workers.dropped`). A task is a
+list of records of one partition run one after another
+(:func:`lagless.engine.workers.retry.run_each`) or as one batch
 (:func:`lagless.engine.workers.batch.run_batch`); it crosses to a process as one pickle. Each
 finished task comes back as one :class:`Completion` on the thread-safe inbox, which the poll
 loop drains. Workers never touch the consumer. Implementations: threads
@@ -48,14 +52,22 @@ class Completion(NamedTuple):
 class Workers(Protocol):
     task_s: float  # how long one task of a per-record handler should take
     chains: bool  # whether submit takes a lane
+    ahead: int  # tasks taken beyond max_in_flight, queued for the next free worker
     inlined: int  # batches whose first call ran on the submitting thread (see engine.inline)
     ran_here: int  # tasks that started on the submitting thread (batches and per record)
 
-    def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
+    def submit(
+        self, records: Sequence[Record], epoch: int, lane: Hashable = None, here: bool = True
+    ) -> None:
         """Start a task; with a ``lane`` (only if ``chains``), after the tasks of the lane
-        submitted before it ended."""
+        submitted before it ended. ``here=False``: not on the calling thread (threads'
+        ``inline``), every worker may be busy (tasks queued ahead)."""
 
     def abort(self) -> None:
         """Stop retry backoffs early (the engine is stopping)."""
+
+    def dropped(self, epoch: int) -> None:
+        """The assignment ``epoch`` is over (its partition revoked or lost): threads do not
+        start its tasks still queued (their completions come back without a result)."""
 
     def close(self, timeout: float) -> None: ...

@@ -9,12 +9,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
-from queue import Queue, SimpleQueue
+from queue import SimpleQueue
 from typing import Any
 
 from lagless.engine.intake.messages import stamps_ms
 from lagless.engine.record import Record
 from lagless.engine.workers.batch import BatchRun
+from lagless.engine.workers.inbox import Outbox
 from lagless.engine.workers.inline import HereRun, InlinePace, note_here, rest_of, run_here
 from lagless.engine.workers.protocol import THREAD_TASK_S, Completion, Runner
 from lagless.engine.workers.retry import RetryPolicy, TaskResult, Wait
@@ -23,13 +24,24 @@ from lagless.engine.workers.retry import RetryPolicy, TaskResult, Wait
 # call ran on the poll thread (None: the whole task)
 _Task = tuple[Sequence[Record], int, Hashable, Callable[[Wait], TaskResult | None] | None]
 
+AHEAD_SHARE = 4  # tasks taken ahead: one per this many threads (at least one)
+# epochs of dropped assignments remembered: a task queued behind thousands of later revokes
+# is past any budget (were it to start, its completion's old epoch is ignored all the same)
+GONE_KEPT = 4096
+
 
 class ThreadWorkers:
     """``size`` threads running the handler. A task of a lane that is running waits behind
     it (in ``_lanes``, under ``_lock``) and its thread runs it next. With ``inline``, a fast
     handler's task starts in :meth:`submit`, on the poll thread: a batch's first call, a
     per-record task's first attempts (see :mod:`lagless.engine.workers.inline`); and
-    :meth:`run_here` runs records there for the poll loop's fast path."""
+    :meth:`run_here` runs records there for the poll loop's fast path.
+
+    The poll loop hands out up to :attr:`ahead` tasks more than there are threads: they wait
+    in the queue, and a thread that finishes a task takes the next at once, holding the GIL,
+    instead of blocking until the poll loop has collected its completion and handed out
+    another task (two more hand-overs of the GIL per task, each waiting its turn among the
+    threads). The threads still bound the calls running at once."""
 
     task_s = THREAD_TASK_S
     chains = True
@@ -40,7 +52,7 @@ class ThreadWorkers:
         handler: Any,
         run: Runner,
         policy: RetryPolicy,
-        completions: Queue[object],
+        completions: Outbox,
         *,
         inline: bool = False,
         batch: bool = False,
@@ -59,6 +71,9 @@ class ThreadWorkers:
         self._lanes: dict[Hashable, deque[_Task]] = {}  # running ones
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._gone: set[int] = set()  # epochs of assignments over: their tasks do not start
+        self._closed = False  # set by close: tasks still queued do not start
+        self.ahead = max(1, size // AHEAD_SHARE)
         self._threads = [
             threading.Thread(target=self._work, name=f"lagless-worker-{i}", daemon=True)
             for i in range(size)
@@ -66,9 +81,11 @@ class ThreadWorkers:
         for thread in self._threads:
             thread.start()
 
-    def submit(self, records: Sequence[Record], epoch: int, lane: Hashable = None) -> None:
+    def submit(
+        self, records: Sequence[Record], epoch: int, lane: Hashable = None, here: bool = True
+    ) -> None:
         pace = self._pace  # only this thread adds lanes: one not running now stays so
-        if pace is not None and pace.fast and (lane is None or lane not in self._lanes):
+        if here and pace is not None and pace.fast and (lane is None or lane not in self._lanes):
             if self._batch:
                 self._start_here(pace, records, epoch, lane)
             else:
@@ -163,8 +180,23 @@ class ThreadWorkers:
     def abort(self) -> None:
         self._stopping.set()
 
+    def dropped(self, epoch: int) -> None:
+        """Tasks of assignment ``epoch`` still queued (ahead, or behind their lane) never
+        start: they come back without a result, their records not done."""
+        gone = self._gone
+        gone.add(epoch)
+        if len(gone) > GONE_KEPT:  # bounded: keep the newest (epochs grow)
+            for old in sorted(gone)[: len(gone) - GONE_KEPT // 2]:
+                gone.discard(old)
+
+    def dropped_epochs(self) -> int:
+        """How many dropped assignments are remembered (at most ``GONE_KEPT``)."""
+        return len(self._gone)
+
     def close(self, timeout: float) -> None:
-        """Ask every thread to end; wait ``timeout`` seconds in all (they are daemons)."""
+        """Ask every thread to end; wait ``timeout`` seconds in all (they are daemons). Tasks
+        still queued (ahead, or behind their lane) do not start: the engine has committed."""
+        self._closed = True
         self._stopping.set()
         for _ in self._threads:
             self._tasks.put(None)
@@ -177,21 +209,30 @@ class ThreadWorkers:
         put, lanes, lock, pace = self._completions.put, self._lanes, self._lock, self._pace
         perf, thread_time = time.perf_counter, time.thread_time
         per_call = self._batch  # a task is one call (a batch), else one call a record
+        gone = self._gone
         while (task := self._tasks.get()) is not None:
             lane = task[2]
             while True:
                 records, epoch, _, rest = task
-                if rest is not None:  # the rest of a batch whose first call ran inline
-                    result = rest(wait)
-                elif pace is None:  # nothing to measure (no inline path)
-                    result = run(handler, records, policy, wait)
+                if epoch in gone or self._closed:  # revoked, lost or closed before it started
+                    put(Completion(records, epoch, None))
                 else:
-                    wall, cpu = perf(), thread_time()
-                    result = run(handler, records, policy, wait)
-                    calls = 1 if per_call else max(1, len(records))
-                    pace.note((perf() - wall) / calls, (thread_time() - cpu) / calls)
-                assert result is not None
-                put(Completion(records, epoch, result, stamps=stamps_ms(records)))
+                    if rest is not None:  # the rest of a batch whose first call ran inline
+                        result = rest(wait)
+                    elif pace is None:  # nothing to measure (no inline path)
+                        result = run(handler, records, policy, wait)
+                    elif pace.slow:  # the wall clock alone (see InlinePace.slow)
+                        wall = perf()
+                        result = run(handler, records, policy, wait)
+                        calls = 1 if per_call else max(1, len(records))
+                        pace.note_wall((perf() - wall) / calls)
+                    else:
+                        wall, cpu = perf(), thread_time()
+                        result = run(handler, records, policy, wait)
+                        calls = 1 if per_call else max(1, len(records))
+                        pace.note((perf() - wall) / calls, (thread_time() - cpu) / calls)
+                    assert result is not None
+                    put(Completion(records, epoch, result, stamps=stamps_ms(records)))
                 if lane is None:
                     break
                 with lock:
