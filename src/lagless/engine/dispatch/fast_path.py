@@ -1,7 +1,8 @@
 """The fast path: a fast per-record handler runs a poll's records as they come, on the poll
 thread, with the bookkeeping done once a run.
 
-When the handler is measured fast and busy (:mod:`lagless.engine.workers.inline`) and a
+When the handler is measured fast and busy (:mod:`lagless.engine.workers.inline`), fewer
+than ``--max-in-flight`` tasks are out (a call here is one more handler call at once) and a
 partition holds nothing else (no record buffered, running, kept back or waiting for its dead
 letter, no lane busy, the run wholly new), a poll's run of that partition goes through the
 handler at once, in offset order (which every ordering allows), before anything is tracked:
@@ -46,6 +47,7 @@ class FastPath:
         if (
             not workers.fast
             or state.busy
+            or parts.tally.tasks >= parts.config.max_in_flight  # a call here would be one more
             or state.backlog.kept
             or lifecycle.stopping
             or lifecycle.failure is not None
