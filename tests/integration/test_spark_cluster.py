@@ -94,7 +94,7 @@ def test_pipeline_on_a_standalone_cluster(
     tmp_path: Path,
 ) -> None:
     topic = make_topic(partitions=2)
-    produced = produce_events(cluster.conf, topic, 800, bad_fraction=0.05, seed=5)
+    produced = produce_events(cluster.conf, topic, 200, bad_fraction=0.05, seed=5)
     python = python_without_lagless(tmp_path / "worker-env")
     assert_not_importable(python, "lagless")
     before = set(spark_dir.glob("work/app-*/*/stderr"))
@@ -119,7 +119,7 @@ def test_pipeline_with_a_packed_environment(
     the driver runs ``./env/bin/python`` too, from where lagless runs, so the archive is
     unpacked there as well (as docs/spark.md says)."""
     topic = make_topic(partitions=2)
-    produced = produce_events(cluster.conf, topic, 400, bad_fraction=0.05, seed=6)
+    produced = produce_events(cluster.conf, topic, 200, bad_fraction=0.05, seed=6)
     probes = tmp_path / "probes"
     probes.mkdir()
     archive, packages = packed_env(tmp_path / "pack")
