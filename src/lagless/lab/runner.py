@@ -251,8 +251,7 @@ class ScenarioRun:
         measured = [measure(d) for d in datas]
         slow = [note for s in self.services for note in s.slow_starts()]
         notes = list(dict.fromkeys(self.notes + slow))  # a note repeated is said once
-        if load.failed:
-            notes.append(f"{load.failed} records failed to produce: {load.first_error}")
+        notes.extend(load.notes())
         services = tuple(
             ServiceReport(s.spec.to_json(), m) for s, m in zip(self.services, measured, strict=True)
         )
