@@ -104,11 +104,19 @@ def read_through(
     consumer: Consumer, todo: set[PartitionKey], ends: Mapping[PartitionKey, int], topic: str
 ) -> set[PartitionKey]:
     """Of a bounded read that got nothing for a while: the partitions read to their end
-    without a record at it (the last offsets are transaction markers), or ClusterError if the
-    topic was deleted meanwhile (a fetch of it would wait forever)."""
+    (:func:`at_end`), or ClusterError if the topic was deleted meanwhile (a fetch of it would
+    wait forever)."""
     if topic not in consumer.list_topics(timeout=10.0).topics:
         raise ClusterError(f"cannot read {topic!r}: it was deleted while it was read")
-    positions = consumer.position([TopicPartition(t, p) for t, p in todo])
+    return at_end(consumer, todo, ends)
+
+
+def at_end(
+    consumer: Consumer, keys: set[PartitionKey], ends: Mapping[PartitionKey, int]
+) -> set[PartitionKey]:
+    """Those of ``keys`` whose position reached ``ends``: read to their end, also without a
+    record at it (the last offsets are transaction markers)."""
+    positions = consumer.position([TopicPartition(t, p) for t, p in keys])
     return {(tp.topic, tp.partition) for tp in positions
             if tp.offset >= ends[(tp.topic, tp.partition)]}  # fmt: skip
 

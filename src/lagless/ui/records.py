@@ -26,7 +26,7 @@ from lagless.kafka.clients import make_consumer
 from lagless.kafka.isolated import IsolatedCalls
 from lagless.kafka.offsets import probe_conf
 from lagless.kafka.records import coordinates, data_only, header_pairs, timestamp_ms
-from lagless.kafka.tail import TailSpec, tail
+from lagless.kafka.tail import TailSpec, at_end, tail
 from lagless.ui.model import Snapshot
 from lagless.ui.pages import cell, e, table, topic_href
 
@@ -138,10 +138,7 @@ def last_records(conf: Mapping[str, Any], wanted: list[tuple[str, int, int]],
                 if H_ERROR_CLASS in headers_of(msg):
                     out[where.topic] = max(out.get(where.topic, 0), timestamp_ms(msg) or 0)
             if todo:  # read through without a record (e.g. a transaction marker): known
-                last = {(t, p): o for t, p, o in wanted}
-                for tp in consumer.position([TopicPartition(t, p) for t, p in todo]):
-                    if tp.offset > last[tp.topic, tp.partition]:
-                        todo.discard((tp.topic, tp.partition))
+                todo -= at_end(consumer, todo, {(t, p): o + 1 for t, p, o in wanted})
     except (KafkaException, LaglessError):
         pass  # what was read counts; the rest is looked at again on the next page
     finally:
