@@ -120,7 +120,7 @@ class OffsetProbe:
 
     def _fetched_ends(self, wanted: list[PartitionKey], timeout: float) -> dict[PartitionKey, int]:
         """End offsets from ``PARTITION_EOF`` (for a cluster whose ListOffsets is short)."""
-        self._consumer.assign([TopicPartition(t, p, OFFSET_END) for t, p in wanted])
+        self._consumer.incremental_assign([TopicPartition(t, p, OFFSET_END) for t, p in wanted])
         ends: dict[PartitionKey, int] = {}
         deadline = time.monotonic() + timeout
         try:
@@ -133,6 +133,7 @@ class OffsetProbe:
                     )
                 # consume() waits for all 500 or the timeout: a short one returns as soon as
                 # the last EOF is in (a fixed 0.5 s cost every call otherwise).
+                eofs = []
                 for msg in self._consumer.consume(500, timeout=min(remaining, EOF_WAIT_S)):
                     err = msg.error()
                     if err is None:
@@ -140,8 +141,11 @@ class OffsetProbe:
                     if err.code() == KafkaError._PARTITION_EOF:
                         where = coordinates(msg)
                         ends[(where.topic, where.partition)] = where.offset
+                        eofs.append(TopicPartition(where.topic, where.partition))
                     elif err.fatal() or not err.retriable():
                         raise ClusterError(f"cannot fetch {msg.topic()}[{msg.partition()}]: {err}")
+                if eofs:  # fetched no more: later fetches carry only the partitions still wanted
+                    self._consumer.incremental_unassign(eofs)
         finally:
             self._consumer.unassign()
         return ends
