@@ -42,7 +42,9 @@ def test_lab_and_dead_letter_pages(
     producer = Producer(cluster.conf)
     for i in range(6):
         klass = "ValueError" if i % 3 else "<b>KeyError</b>"
-        producer.produce(dlq, b'{"id": %d}' % i, headers=dead_letter(klass, 100 + i))
+        headers = dead_letter(klass, 100 + i)
+        headers.append(("lagless-dlq-stacktrace", b"Traceback:\n  line 1\n\x07ValueError"))
+        producer.produce(dlq, b'{"id": %d}' % i, headers=headers)
     assert producer.flush(10) == 0
     lab = tmp_path / "lab"
     (lab / "20260101-000000" / "eager" / "i0").mkdir(parents=True)
@@ -73,6 +75,10 @@ def test_lab_and_dead_letter_pages(
         letters = page.inner_text("#dlq-letters")
         assert "bad amount <img src=x onerror=alert(1)>" in letters and "orders[2]@105" in letters
         assert page.locator("img").count() == 0 and page.locator("main b").count() == 0
+        # the traceback keeps its lines; other control characters are escaped
+        assert (
+            page.inner_text("#dlq-letters pre >> nth=0") == "Traceback:\n  line 1\n\\x07ValueError"
+        )
         assert w.problems() == []
 
 

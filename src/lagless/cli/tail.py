@@ -30,12 +30,16 @@ NULL = "NULL"  # a null key, value or header value (kcat -Z), apart from an empt
 CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)} | {9: "\\t", 10: "\\n", 13: "\\r"}
 
 
-def text(data: bytes | None) -> str:
+LINES = {c: v for c, v in CONTROL.items() if c != 10}  # CONTROL, line breaks kept
+
+
+def text(data: bytes | None, lines: bool = False) -> str:
     """Bytes shown safely on one line: UTF-8 as is, control characters and invalid bytes as
-    ``\\xNN`` (``\\t``, ``\\n``, ``\\r``); ``None`` as ``NULL``. ``--json`` keeps bytes exact."""
+    ``\\xNN`` (``\\t``, ``\\n``, ``\\r``); ``None`` as ``NULL``. ``--json`` keeps bytes exact.
+    ``lines``: line breaks kept (a traceback shown in ``<pre>``)."""
     if data is None:
         return NULL
-    return data.decode("utf-8", errors="backslashreplace").translate(CONTROL)
+    return data.decode("utf-8", errors="backslashreplace").translate(LINES if lines else CONTROL)
 
 
 def size(data: bytes | None) -> int:

@@ -54,7 +54,8 @@ def latest_records(conf: Mapping[str, Any], topic: str) -> tuple[list[dict[str, 
 
 
 def headers_of(msg: Message) -> dict[str, str]:
-    return {k: text(v) for k, v in header_pairs(msg)}
+    """The record's headers as text; the traceback's keeps its line breaks."""
+    return {k: text(v, lines=k == H_STACKTRACE) for k, v in header_pairs(msg)}
 
 
 def dead_letters(conf: Mapping[str, Any], topic: str) -> list[Letter]:
