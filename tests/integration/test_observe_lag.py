@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import TopicPartition
 
-from lagless.kafka.admin import alter_committed_offsets
+from lagless.kafka.admin import alter_committed_offsets, delete_topic
 from lagless.kafka.clients import make_consumer, make_producer
-from tests.conftest import Cluster, run_cli
+from tests.conftest import LAGLESS, Cluster, run_cli, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -210,3 +212,38 @@ def test_unknown_topic_is_one_line(cluster: Cluster, group: str) -> None:
         run_cli("lag", "--group", group, "--topic", "no-such-topic-x1", cluster=cluster)
     )
     assert "no-such-topic-x1" in line and "does not exist" in line
+
+
+def test_watch_lives_through_topics_deleted_while_it_fetches(
+    cluster: Cluster, make_topic: Callable[..., str], group: str, tmp_path: Path
+) -> None:
+    """On Tansu a client fetching a topic while it is deleted dies (SIGSEGV) or waits: the watch's
+    fetches run in a child process there, and a look that fails is said on stderr."""
+    kept = make_topic(partitions=1)
+    produce(cluster, kept, {0: 10})
+    alter_committed_offsets(cluster.conf, group, {(kept, 0): 3})
+    out, err = tmp_path / "out.jsonl", tmp_path / "err.txt"
+    args = [LAGLESS, "-b", cluster.bootstrap, "lag", group, "--watch", "--interval", "0.1",
+            "--json"]  # fmt: skip
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        proc = subprocess.Popen(args, stdout=stdout, stderr=stderr)
+
+    def topics() -> set[str]:
+        lines = out.read_text().splitlines()
+        return {p["topic"] for p in json.loads(lines[-1])["partitions"]} if lines else set()
+
+    try:
+        for i in range(4):
+            doomed = make_topic(partitions=24)
+            produce(cluster, doomed, dict.fromkeys(range(24), 20))
+            alter_committed_offsets(cluster.conf, group, {(doomed, p): 5 for p in range(24)})
+            wait_for(lambda: doomed in topics(), 30, f"topic {i} watched")  # noqa: B023
+            delete_topic(cluster.conf, doomed, 15.0)
+            wait_for(lambda: topics() == {kept}, 30, f"topic {i} gone")
+            assert proc.poll() is None, f"lag --watch died: {err.read_text()[-2000:]}"
+        last = json.loads(out.read_text().splitlines()[-1])
+        assert [(p["topic"], p["lag"]) for p in last["partitions"]] == [(kept, 7)]
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert "Traceback" not in err.read_text()

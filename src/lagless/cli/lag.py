@@ -21,8 +21,10 @@ from lagless.cli.common import (
     one_name,
     out_console,
     print_json,
+    warn,
 )
-from lagless.errors import ConfigError
+from lagless.errors import ClusterError, ConfigError
+from lagless.kafka.isolated import isolated_reads
 from lagless.kafka.offsets import PartitionKey
 from lagless.observe.lag import LagReader, PartitionLag, activity, measure_lag, totals
 from lagless.observe.status import Observation, Status, coverage, evaluate, in_window, worst
@@ -87,7 +89,9 @@ def lag(
             note(total_line(group, rows))
             sys.stdout.write("".join(line + "\n" for line in lag_lines(rows)))
         return
-    with LagReader(conf, group, topic) as reader:
+    # a watch outlives deletions: on a cluster where one crashes a fetching client, fetch in
+    # a child process (a crash fails one look)
+    with LagReader(conf, group, topic, isolated_reads(conf, group)) as reader:
         reader.check()  # an unknown group fails at once; one that has not committed is awaited
         watch_loop(reader, interval, window, iterations, as_json)
 
@@ -107,11 +111,15 @@ def watch_loop(
             now = time.monotonic()
             info = reader.describe()
             assigned = {t for m in info.members for t, _ in m.partitions} if info else set()
-            rows = reader.measure(assigned)
+            try:
+                rows = reader.measure(assigned)
+            except ClusterError as exc:  # one look fails (a restarting broker): say so, go on
+                warn(f"look {done + 1} failed: {exc}")
+                rows = None
             active = activity(info)
             statuses: dict[PartitionKey, Status] = {}
             complete = 1.0
-            for row in rows:
+            for row in rows or ():
                 seen = [*history.get(row.key, []), Observation(now, row.position, row.end)]
                 history[row.key] = seen = in_window(seen, window, now)
                 statuses[row.key] = evaluate(seen, window, now, active)
@@ -119,7 +127,7 @@ def watch_loop(
             done += 1
             if rows:
                 emit(reader.group, rows, statuses, active, complete, as_json, live)
-            else:
+            elif rows is not None:
                 emit_waiting(reader.group, active, as_json)
             if iterations is not None and done >= iterations:
                 break

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import signal
 import threading
 from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
@@ -44,35 +45,42 @@ def _serve_reads(conn: Connection, conf: Mapping[str, Any], group: str) -> None:
 
     probe = OffsetProbe(conf)
     heads = LagReader(conf, group)
-    conn.send(("ready", None))
-    while True:
-        try:
-            op, arg, timeout = conn.recv()
-        except EOFError:
-            break
-        try:
-            if op == "ends":
-                conn.send(("ok", probe.end_offsets(arg, timeout)))
-            else:
-                conn.send(("ok", heads.head_timestamps(arg, timeout)))
-        except LaglessError as exc:
-            conn.send(("error", str(exc)))
-    probe.close()
-    heads.close()
+
+    def answer(request: tuple[str, Any, float]) -> Any:
+        op, arg, timeout = request
+        if op == "ends":
+            return probe.end_offsets(arg, timeout)
+        return heads.head_timestamps(arg, timeout)
+
+    try:
+        _serve(conn, answer)
+    finally:
+        probe.close()
+        heads.close()
 
 
 def _serve_calls(conn: Connection) -> None:
     """The child of :class:`IsolatedCalls`: answers ``(function, args)``."""
-    conn.send(("ready", None))
-    while True:
-        try:
-            fn, args = conn.recv()
-        except EOFError:
-            break
-        try:
-            conn.send(("ok", fn(*args)))
-        except LaglessError as exc:
-            conn.send(("error", str(exc)))
+    _serve(conn, lambda request: request[0](*request[1]))
+
+
+def _serve(conn: Connection, answer: Callable[[Any], Any]) -> None:
+    """Send ``("ready", None)``, then answer each request: ``("ok", value)``, or
+    ``("error", line)`` for a LaglessError; return once the parent has gone (its end of the
+    pipe closed: it stopped, or it died). Ctrl-C reaches the whole process group: the parent
+    handles it and closes the pipe."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        conn.send(("ready", None))
+        while True:
+            request = conn.recv()
+            try:
+                reply = ("ok", answer(request))
+            except LaglessError as exc:
+                reply = ("error", str(exc))
+            conn.send(reply)
+    except (EOFError, OSError):
+        return
 
 
 class Child:
@@ -169,6 +177,18 @@ class IsolatedReads:
 
     def close(self) -> None:
         self._child.close()
+
+
+def isolated_reads(conf: Mapping[str, Any], group: str) -> IsolatedReads | None:
+    """For a long-lived lag reader of ``group``: :class:`IsolatedReads` where a topic deleted
+    during a fetch crashes the client (:attr:`~lagless.kafka.compat.Deviations.
+    fetch_survives_delete`), else None (fetch in this process)."""
+    from lagless.kafka.clients import make_admin
+    from lagless.kafka.compat import deviations_of
+
+    if deviations_of(make_admin(conf)).fetch_survives_delete:
+        return None
+    return IsolatedReads(conf, group)
 
 
 class IsolatedCalls:

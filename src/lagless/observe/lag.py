@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
@@ -34,6 +34,8 @@ from lagless.kafka.records import coordinates, timestamp_ms
 from lagless.observe.lagtime import lag_seconds
 
 log = logging.getLogger(__name__)
+
+FETCH_S = 10.0  # one fetch of the partitions' ends, or of their head records
 
 
 @dataclass(frozen=True)
@@ -66,19 +68,42 @@ def position(committed: int | None, start: int, end: int) -> int:
     return min(resume, end)
 
 
-class LagReader:
-    """Measures a group's lag; keeps its clients open across calls (``--watch``)."""
+class Fetches(Protocol):
+    """The reads of a lag measure that fetch records: partition ends and head timestamps."""
 
-    def __init__(self, conf: Mapping[str, Any], group: str, topic: str | None = None) -> None:
+    def end_offsets(self, keys: list[PartitionKey], timeout: float) -> dict[PartitionKey, int]: ...
+
+    def head_timestamps(
+        self, positions: Mapping[PartitionKey, int], timeout: float
+    ) -> dict[PartitionKey, int | None]: ...
+
+    def close(self) -> None: ...
+
+
+class LagReader:
+    """Measures a group's lag; keeps its clients open across calls (``--watch``). Its fetches
+    run in this process, or through ``fetches`` (owned: closed with the reader), e.g. in a
+    child process (:func:`lagless.kafka.isolated.isolated_reads`)."""
+
+    def __init__(
+        self,
+        conf: Mapping[str, Any],
+        group: str,
+        topic: str | None = None,
+        fetches: Fetches | None = None,
+    ) -> None:
         self.conf = dict(conf)
         self.group = group
         self.topic = topic
         self._probe = OffsetProbe(conf)
         self._head = make_consumer(probe_conf(conf))
+        self._fetches = fetches
 
     def close(self) -> None:
         self._probe.close()
         self._head.close()
+        if self._fetches is not None:
+            self._fetches.close()
 
     def __enter__(self) -> LagReader:
         return self
@@ -116,12 +141,12 @@ class LagReader:
                 log.warning(
                     "group %s has offsets for %s, which no longer exists", self.group, topic
                 )
-        ends = self._probe.end_offsets(keys)
+        ends = (self._fetches or self._probe).end_offsets(keys, FETCH_S)
         starts = self._probe.start_offsets(keys)
         now_ms = int(time.time() * 1000)
         positions = {k: position(commits.get(k), starts[k], ends[k]) for k in keys}
         lagging = {k: pos for k, pos in positions.items() if ends[k] > pos}
-        heads = self.head_timestamps(lagging)
+        heads = (self._fetches or self).head_timestamps(lagging, FETCH_S)
         out = []
         for key in keys:
             lag = ends[key] - positions[key]
@@ -132,7 +157,7 @@ class LagReader:
         return out
 
     def head_timestamps(
-        self, positions: Mapping[PartitionKey, int], timeout: float = 10.0
+        self, positions: Mapping[PartitionKey, int], timeout: float = FETCH_S
     ) -> dict[PartitionKey, int | None]:
         """The timestamp of the first record at or after each position (None: none found)."""
         if not positions:
