@@ -5,6 +5,7 @@ engine's dead-letter topics, grouped by error class. Every read runs in a child 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping
@@ -34,6 +35,10 @@ LATEST = 5  # records per partition on a topic's page
 DLQ_SCAN = 500  # dead letters read per dead-letter topic
 DLQ_SHOWN = 10  # dead-letter topics read on one page (the most recently written first)
 CALL_S = 30.0  # one read in the pages' child process (a look reads for 5 s)
+LOOK_PARTITIONS = 500  # partitions whose last record one look reads
+LOOK_S = 10.0  # looks for dead-letter topics per page (the rest on the next page)
+
+log = logging.getLogger(__name__)
 
 Letter = tuple[int | None, dict[str, str]]  # a dead letter: its timestamp (ms), its headers
 
@@ -90,32 +95,54 @@ class PageReads:
         """:func:`dead_letters` of ``topic`` (LaglessError: one line)."""
         return self.calls.call(dead_letters, self.conf, topic)
 
-    def _look(self, wanted: list[tuple[str, int, int]]) -> tuple[dict[str, int], set[str]]:
-        """:func:`last_records`; a failed look leaves every topic unread this time."""
-        if not wanted:
-            return {}, set()
-        try:
-            return self.calls.call(last_records, self.conf, wanted)
-        except LaglessError:
-            return {}, {t for t, _, _ in wanted}
-
     def dead_letter_topics(self, latest: Snapshot) -> list[str]:
-        """The dead-letter topics, the most recently written first."""
+        """The dead-letter topics, the most recently written first. Topics are looked at in
+        chunks of up to ``LOOK_PARTITIONS`` partitions for up to ``LOOK_S`` a page; a chunk
+        whose look crashes the reader is split in two, and a topic that crashes it alone is
+        counted as no dead-letter topic until its end moves (said once in the log)."""
         todo = {
             t.topic: t
             for t in latest.topics
             if (known := self._seen.get(t.topic)) is None or known[0] != t.end
         }
-        wanted = [(name, p, end - 1) for name, t in todo.items()
-                  for p, end in enumerate(t.ends) if end > 0]  # fmt: skip
-        found, unread = self._look(wanted)
-        for name, t in todo.items():
-            if name not in unread:  # a topic not read in time is looked at again next time
-                self._seen[name] = (t.end, found.get(name))
-        newest = {t.topic: self._seen.get(t.topic, (0, found.get(t.topic)))[1]
-                  for t in latest.topics}  # fmt: skip
+        chunks = _chunks([(name, sum(1 for end in t.ends if end > 0)) for name, t in todo.items()])
+        deadline = time.monotonic() + LOOK_S
+        while chunks and time.monotonic() < deadline:
+            names = chunks.pop(0)
+            wanted = [(name, p, end - 1) for name in names
+                      for p, end in enumerate(todo[name].ends) if end > 0]  # fmt: skip
+            try:
+                found, unread = (
+                    self.calls.call(last_records, self.conf, wanted) if wanted else ({}, set())
+                )
+            except LaglessError as exc:
+                if len(names) > 1:
+                    chunks[:0] = [names[: len(names) // 2], names[len(names) // 2 :]]
+                else:
+                    log.warning("cannot look at %s's last records (%s): not counted as a "
+                                "dead-letter topic until it grows", names[0], exc)  # fmt: skip
+                    self._seen[names[0]] = (todo[names[0]].end, None)
+                continue
+            for name in names:
+                if name not in unread:  # a topic not read in time is looked at again next time
+                    self._seen[name] = (todo[name].end, found.get(name))
+        newest = {t.topic: self._seen.get(t.topic, (0, None))[1] for t in latest.topics}
         return sorted((t for t, ms in newest.items() if ms is not None),
                       key=lambda t: -(newest[t] or 0))  # fmt: skip
+
+
+def _chunks(sizes: list[tuple[str, int]]) -> list[list[str]]:
+    """Topic names in order, grouped so a group holds up to ``LOOK_PARTITIONS`` partitions
+    (a larger topic alone)."""
+    out: list[list[str]] = []
+    held = 0
+    for name, size in sizes:
+        if not out or held + size > LOOK_PARTITIONS:
+            out.append([])
+            held = 0
+        out[-1].append(name)
+        held += size
+    return out
 
 
 def last_records(conf: Mapping[str, Any], wanted: list[tuple[str, int, int]],
