@@ -15,9 +15,10 @@ import pytest
 from confluent_kafka import Producer
 
 from lagless.kafka.admin import alter_committed_offsets
-from lagless.ui.records import last_records
+from lagless.ui.records import PageReads, last_records
 from tests.conftest import Cluster
 from tests.integration.browser import watched
+from tests.integration.spark_helpers.raw_produce import produce_raw_headers
 from tests.integration.ui_helpers import console, poll, request
 
 if TYPE_CHECKING:
@@ -111,3 +112,22 @@ def test_a_long_group_id_without_breaks_wraps_instead_of_widening_the_page(
             page.wait_for_timeout(1500)  # the live parts filled in
             assert page.inner_text("#group-name") == group
             assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+
+def test_a_record_whose_header_name_is_not_utf8_does_not_stop_the_look(
+    cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    """confluent-kafka cannot read a header name that is not UTF-8 (``headers()`` fails, or
+    leaves the error for a later call): such a topic is no dead-letter topic, and the look
+    reads the others."""
+    dlq, odd = make_topic(1), make_topic(1)
+    produce_raw_headers(cluster.bootstrap, odd, [[(b"ok", b"x")], [(b"\xed\xa0\x80", b"x")]])
+    producer = Producer(cluster.conf)
+    producer.produce(dlq, b"{}", headers=dead_letter("ValueError", 1))
+    assert producer.flush(10) == 0
+    reads = PageReads(cluster.conf)  # in the reader's child, as the page reads: a crash fails
+    try:
+        found, unread = reads.calls.call(last_records, cluster.conf, [(odd, 0, 1), (dlq, 0, 0)])
+    finally:
+        reads.close()
+    assert set(found) == {dlq} and unread == set()

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 
 from confluent_kafka import KafkaError, Message
 
-from lagless.errors import ClusterError, RecordCoordinates
+from lagless.errors import ClusterError, LaglessError, RecordCoordinates
 
 
 def coordinates(msg: Message) -> RecordCoordinates:
@@ -17,10 +17,21 @@ def coordinates(msg: Message) -> RecordCoordinates:
     return RecordCoordinates(topic, partition, offset)
 
 
+class HeaderNameError(LaglessError):
+    """A record whose header names confluent-kafka cannot read (a name that is not UTF-8)."""
+
+
 def header_pairs(msg: Message) -> list[tuple[str, bytes | None]]:
     """The record's headers in order, values as bytes (confluent-kafka may hand a dict or
-    str values); empty when it has none."""
-    raw = msg.headers()
+    str values); empty when it has none. HeaderNameError when a header name is not UTF-8
+    (confluent-kafka's ``headers()`` fails on it)."""
+    try:
+        raw = msg.headers()
+    except (SystemError, UnicodeDecodeError):
+        where = f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
+        raise HeaderNameError(
+            f"{where}: a header name is not UTF-8 (confluent-kafka cannot read its headers)"
+        ) from None
     if not raw:
         return []
     pairs = raw.items() if isinstance(raw, dict) else raw

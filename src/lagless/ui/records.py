@@ -26,7 +26,13 @@ from lagless.errors import LaglessError
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.isolated import IsolatedCalls
 from lagless.kafka.offsets import probe_conf
-from lagless.kafka.records import coordinates, data_only, header_pairs, timestamp_ms
+from lagless.kafka.records import (
+    HeaderNameError,
+    coordinates,
+    data_only,
+    header_pairs,
+    timestamp_ms,
+)
 from lagless.kafka.tail import TailSpec, at_end, tail
 from lagless.ui.model import Snapshot
 from lagless.ui.pages import cell, e, table, topic_href
@@ -80,6 +86,7 @@ class PageReads:
         self.conf = dict(conf)
         self.calls = IsolatedCalls("console record reader", CALL_S)
         self._seen: dict[str, tuple[int, int | None]] = {}  # topic: (end, newest dead letter ms)
+        self._pending: list[list[str]] = []  # chunks not looked at yet (split ones first)
 
     def close(self) -> None:
         self.calls.close()
@@ -105,7 +112,11 @@ class PageReads:
             for t in latest.topics
             if (known := self._seen.get(t.topic)) is None or known[0] != t.end
         }
-        chunks = _chunks([(name, sum(1 for end in t.ends if end > 0)) for name, t in todo.items()])
+        pending = [kept for names in self._pending if (kept := [n for n in names if n in todo])]
+        held = {n for names in pending for n in names}
+        fresh = [(name, sum(1 for end in t.ends if end > 0))
+                 for name, t in todo.items() if name not in held]  # fmt: skip
+        chunks = pending + _chunks(fresh)
         deadline = time.monotonic() + LOOK_S
         while chunks and time.monotonic() < deadline:
             names = chunks.pop(0)
@@ -126,6 +137,7 @@ class PageReads:
             for name in names:
                 if name not in unread:  # a topic not read in time is looked at again next time
                     self._seen[name] = (todo[name].end, found.get(name))
+        self._pending = chunks  # a split goes on where it was on the next page
         newest = {t.topic: self._seen.get(t.topic, (0, None))[1] for t in latest.topics}
         return sorted((t for t, ms in newest.items() if ms is not None),
                       key=lambda t: -(newest[t] or 0))  # fmt: skip
@@ -164,7 +176,11 @@ def last_records(conf: Mapping[str, Any], wanted: list[tuple[str, int, int]],
             for msg in data_only(consumer.consume(500, timeout=0.2)):
                 where = coordinates(msg)
                 done.add((where.topic, where.partition))
-                if H_ERROR_CLASS in headers_of(msg):
+                try:
+                    letter = H_ERROR_CLASS in headers_of(msg)
+                except HeaderNameError:  # not one the engine wrote
+                    letter = False
+                if letter:
                     out[where.topic] = max(out.get(where.topic, 0), timestamp_ms(msg) or 0)
             done &= todo
             if todo - done:  # read through without a record (e.g. a transaction marker): known
@@ -172,8 +188,10 @@ def last_records(conf: Mapping[str, Any], wanted: list[tuple[str, int, int]],
             if done:  # fetched no more: on thousands of partitions a look reads 7x as many
                 todo -= done
                 consumer.incremental_unassign([TopicPartition(t, p) for t, p in done])
-    except (KafkaException, LaglessError):
-        pass  # what was read counts; the rest is looked at again on the next page
+    except (KafkaException, LaglessError, SystemError):
+        # what was read counts; the rest is looked at again on the next page (SystemError:
+        # confluent-kafka may raise a header name that is not UTF-8 late, at a later call)
+        pass
     finally:
         consumer.close()
     return out, {t for t, _ in todo}
