@@ -177,7 +177,7 @@ def last_records(conf: Mapping[str, Any], wanted: list[tuple[str, int, int]],
                 where = coordinates(msg)
                 done.add((where.topic, where.partition))
                 try:
-                    letter = H_ERROR_CLASS in headers_of(msg)
+                    letter = any(k == H_ERROR_CLASS for k, _ in header_pairs(msg))
                 except HeaderNameError:  # not one the engine wrote
                     letter = False
                 if letter:
