@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from lagless.errors import ClusterError, LaglessError
 from lagless.kafka.admin import committed_offsets
@@ -96,12 +96,13 @@ class LagReader:
         self.group = group
         self.topic = topic
         self._probe = OffsetProbe(conf)
-        self._head = make_consumer(probe_conf(conf))
+        self._head: Consumer | None = None  # made on the first in-process head fetch
         self._fetches = fetches
 
     def close(self) -> None:
         self._probe.close()
-        self._head.close()
+        if self._head is not None:
+            self._head.close()
         if self._fetches is not None:
             self._fetches.close()
 
@@ -162,12 +163,15 @@ class LagReader:
         """The timestamp of the first record at or after each position (None: none found)."""
         if not positions:
             return {}
-        self._head.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
+        if self._head is None:
+            self._head = make_consumer(probe_conf(self.conf))
+        head = self._head
+        head.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
         found: dict[PartitionKey, int | None] = {}
         deadline = time.monotonic() + timeout
         try:
             while len(found) < len(positions) and time.monotonic() < deadline:
-                for msg in self._head.consume(100, timeout=0.5):
+                for msg in head.consume(100, timeout=0.5):
                     err = msg.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
@@ -182,12 +186,12 @@ class LagReader:
                     key = (where.topic, where.partition)
                     if key not in found and where.offset >= positions[key]:
                         found[key] = timestamp_ms(msg)
-                        self._head.pause([TopicPartition(where.topic, where.partition)])
+                        head.pause([TopicPartition(where.topic, where.partition)])
         except KafkaException as exc:
             raise ClusterError(f"cannot fetch records of group {self.group!r}: {exc}") from None
         finally:
-            self._head.resume([TopicPartition(t, p) for t, p in positions])
-            self._head.unassign()
+            head.resume([TopicPartition(t, p) for t, p in positions])
+            head.unassign()
         missing = sorted(set(positions) - set(found))
         if missing:
             log.warning("no record fetched within %.0f s for %s", timeout, partitions_text(missing))
