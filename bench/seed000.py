@@ -4,6 +4,9 @@ Prints one JSON object. Usage: python bench/seed000.py [--jobs N] [--partitions 
 [--keys K] [--max-in-flight M] [--only VARIANT ...] [--rounds R]
 
 Every variant reads the same topic (jobs sleeping 10-30 ms, seed 0) with its own group:
+  thread_pool    no Kafka: --max-in-flight plain threads take the same records (read once, held
+                 in memory) from a queue, the handler on each: the floor of any design with
+                 threads in one Python process on this machine (``engine_over_pool``)
   sequential     one thread handles each polled record in turn (commit per record, async)
   batch_barrier  poll 20, a thread per record, wait for all, commit (sync)
   engine_*       lagless.engine in each ordering mode at --max-in-flight
@@ -14,7 +17,8 @@ Every variant reads the same topic (jobs sleeping 10-30 ms, seed 0) with its own
 ``--only`` runs just the variants named (``threads_vs_async`` for that part; the JSON keeps its
 keys, the variants not run absent); ``--rounds R`` runs each of them R times, one after the
 other on the same topic, and adds ``rounds`` (every run's seconds) beside ``seconds`` (the
-last run's).
+last run's); ``median_s`` is each variant's median over its runs, and ``engine_over_ideal`` and
+``engine_over_pool`` are ratios of those medians.
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ import argparse
 import asyncio
 import json
 import logging
+import statistics
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from queue import SimpleQueue
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -39,7 +45,7 @@ from lagless.engine.handlers import decode_json
 from lagless.kafka.admin import create_topic
 from lagless.kafka.clients import make_consumer
 from lagless.produce.producer import run_load
-from lagless.produce.workloads import Workload, WorkloadSpec, generate
+from lagless.produce.workloads import OutRecord, Workload, WorkloadSpec, generate
 
 SLEEP = load_handler("sleep")
 GROUP_TIMINGS = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500}
@@ -104,6 +110,42 @@ def naive_consumer(conf: Mapping[str, Any], topic: str) -> Any:
     )
     consumer.subscribe([topic])
     return consumer
+
+
+def read_all(conf: Mapping[str, Any], topic: str, jobs: int) -> list[Record]:
+    """The topic's ``jobs`` records, read once."""
+    consumer = naive_consumer(conf, topic)
+    records: list[Record] = []
+    try:
+        while len(records) < jobs:
+            records.extend(
+                Record.from_message(m) for m in consumer.consume(500, 1.0) if not m.error()
+            )
+    finally:
+        consumer.close()
+    return records
+
+
+def thread_pool(records: list[Record], threads: int) -> float:
+    """``threads`` plain threads take ``records`` from a queue, the handler on each."""
+    span = Span()
+    handle = span.wrap(SLEEP)
+    tasks: SimpleQueue[Record | None] = SimpleQueue()
+    for record in records:
+        tasks.put(record)
+    for _ in range(threads):
+        tasks.put(None)
+
+    def work() -> None:
+        while (record := tasks.get()) is not None:
+            handle(record)
+
+    pool = [threading.Thread(target=work) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    return span.seconds
 
 
 def sequential(conf: Mapping[str, Any], topic: str, jobs: int) -> float:
@@ -202,7 +244,7 @@ NAIVE: dict[str, Callable[[Mapping[str, Any], str, int], float]] = {
     "sequential": sequential,
     "batch_barrier": batch_barrier,
 }
-VARIANTS = (*NAIVE, *(f"engine_{o.value}" for o in Ordering), "threads_vs_async")
+VARIANTS = ("thread_pool", *NAIVE, *(f"engine_{o.value}" for o in Ordering), "threads_vs_async")
 
 
 def main() -> None:
@@ -228,7 +270,7 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR)
 
     spec = WorkloadSpec(Workload.JOBS, keys=args.keys, sleep_ms=(10, 30), seed=0)
-    records = []
+    records: list[OutRecord] = []
     for record in generate(spec):
         if len(records) >= args.jobs:
             break
@@ -245,7 +287,11 @@ def main() -> None:
         rounds: dict[str, list[float]] = {}
         details: dict[str, Any] = {}
         compared: dict[str, Any] = {}
+        held = read_all(conf, topic, args.jobs) if "thread_pool" in only else []
         for _ in range(args.rounds):
+            if held:
+                seconds["thread_pool"] = thread_pool(held, args.max_in_flight)
+                rounds.setdefault("thread_pool", []).append(seconds["thread_pool"])
             for name, naive in NAIVE.items():
                 if name in only:
                     seconds[name] = naive(conf, topic, args.jobs)
@@ -261,6 +307,8 @@ def main() -> None:
                 compared = threads_vs_async(conf, topic, args.jobs, args.async_in_flight)
 
     ideal = total_sleep / args.max_in_flight
+    medians = {k: round(statistics.median(v), 3) for k, v in rounds.items()}
+    pool = medians.get("thread_pool")
     print(
         json.dumps(
             {
@@ -284,8 +332,14 @@ def main() -> None:
                     for k, v in seconds.items()
                     if v and "batch_barrier" in seconds
                 },
+                "median_s": medians,
                 "engine_over_ideal": {
-                    k: round(v / ideal, 2) for k, v in seconds.items() if k.startswith("engine")
+                    k: round(v / ideal, 2) for k, v in medians.items() if k.startswith("engine")
+                },
+                "engine_over_pool": {
+                    k: round(v / pool, 2)
+                    for k, v in medians.items()
+                    if k.startswith("engine") and pool
                 },
                 "engine": details,
                 "threads_vs_async": compared,
