@@ -23,8 +23,11 @@ from lagless.testing import TestKafka
 VENV_BIN = Path(sys.executable).parent
 LAGLESS = str(VENV_BIN / "lagless")
 SPARK_CONF = Path(__file__).parent / "spark_conf"
-# C1 only, serial GC: the JVM flags of tests/spark_conf/spark-defaults.conf
-TEST_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# C1 only, serial GC, no verification of the jars' classes: as tests/spark_conf/spark-defaults.conf
+TEST_JVM_FLAGS = (
+    "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    " -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote"
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
