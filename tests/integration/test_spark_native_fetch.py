@@ -66,7 +66,7 @@ def read(
     monkeypatch.setenv(native_fetch.SWITCH, "1" if native else "0")
     schema = arrow_schema(kafka_schema(include_headers=headers))
     batches = list(
-        read_range(cluster.conf, rng, schema, data_loss_handler(True), 20_000, batch_rows)
+        read_range(cluster.conf, rng, schema, data_loss_handler(True), poll_ms, batch_rows)
     )
     assert all(b.schema.equals(schema) for b in batches)
     return batches
