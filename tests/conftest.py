@@ -14,11 +14,15 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from lagless.kafka.admin import create_topic
 from lagless.testing import TestKafka
+
+if TYPE_CHECKING:
+    from lagless.broker.mock import MockSettings
 
 VENV_BIN = Path(sys.executable).parent
 LAGLESS = str(VENV_BIN / "lagless")
@@ -120,10 +124,16 @@ def run_cli(
 def mock_bootstrap() -> Iterator[str]:
     """librdkafka's mock cluster (KIP-848, faithful group protocols) in a child process: its
     bootstrap. Skips with the reason if it cannot start."""
+    yield from serve_mock()
+
+
+def serve_mock(settings: MockSettings | None = None) -> Iterator[str]:
+    """A mock cluster (with ``settings``) started in a child process: its bootstrap, then
+    stopped (for a fixture to yield from). Skips with the reason if it cannot start."""
     from lagless.broker.mock import MockCluster
     from lagless.errors import ClusterError
 
-    mock = MockCluster()
+    mock = MockCluster() if settings is None else MockCluster(settings=settings)
     try:
         bootstrap = mock.start()
     except ClusterError as exc:

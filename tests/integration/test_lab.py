@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lagless.broker.mock import MockCluster, MockSettings
-from lagless.errors import ClusterError
-from tests.conftest import Cluster, run_cli
+from lagless.broker.mock import MockSettings
+from tests.conftest import Cluster, run_cli, serve_mock
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -33,15 +32,7 @@ def lab_mock() -> Iterator[str]:
     bench/rebalance.py --mock-heartbeat-ms 500): a member hears of its new assignment within
     half a second, so the tiny labs' rollouts settle sooner; what they assert is unchanged.
     Skips with the reason if it cannot start."""
-    mock = MockCluster(settings=MockSettings(consumer_heartbeat_ms=500))
-    try:
-        bootstrap = mock.start()
-    except ClusterError as exc:
-        pytest.skip(f"librdkafka's mock cluster cannot start here: {exc}")
-    try:
-        yield bootstrap
-    finally:
-        mock.stop()
+    yield from serve_mock(MockSettings(consumer_heartbeat_ms=500))
 
 
 def lab(bootstrap: str, out: Path, scenarios: str, *extra: str) -> dict[str, object]:
