@@ -25,6 +25,7 @@ from lagless.kafka.offsets import probe_conf, topic_ranges
 from lagless.kafka.records import data_only
 from lagless.kafka.tail import read_through
 from tests.conftest import LAGLESS, Cluster, run_cli
+from tests.integration.spark_helpers.raw_produce import produce_raw_headers
 
 pytestmark = pytest.mark.integration
 
@@ -322,3 +323,19 @@ def poll_until_gone(check: Callable[[], object], timeout: float = 30.0) -> None:
     while time.monotonic() < deadline:
         check()
         time.sleep(0.5)
+
+
+def test_tail_stops_at_a_header_name_that_is_not_utf8_in_one_line_with_its_coordinates(
+    cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    """confluent-kafka cannot read such a header name: the records before it are printed, then
+    one line naming the record (no traceback), exit 1."""
+    topic = make_topic(partitions=1)
+    produce_raw_headers(cluster.bootstrap, topic, [[(b"ok", b"x")], [(b"\xed\xa0\x80", b"x")]])
+    proc = run_cli("tail", topic, "--format", "{offset} {headers}", cluster=cluster)
+    assert proc.returncode == 1, proc
+    assert proc.stdout == "0 ok=x\n"
+    assert proc.stderr.strip().splitlines() == [
+        "lagless: error: a header name is not UTF-8 (confluent-kafka cannot read its headers) "
+        f"({topic}[0]@1)"
+    ]

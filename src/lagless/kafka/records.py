@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 
 from confluent_kafka import KafkaError, Message
 
-from lagless.errors import ClusterError, LaglessError, RecordCoordinates
+from lagless.errors import ClusterError, RecordCoordinates, RecordError
 
 
 def coordinates(msg: Message) -> RecordCoordinates:
@@ -17,7 +17,7 @@ def coordinates(msg: Message) -> RecordCoordinates:
     return RecordCoordinates(topic, partition, offset)
 
 
-class HeaderNameError(LaglessError):
+class HeaderNameError(RecordError):
     """A record whose header names confluent-kafka cannot read (a name that is not UTF-8)."""
 
 
@@ -28,9 +28,9 @@ def header_pairs(msg: Message) -> list[tuple[str, bytes | None]]:
     try:
         raw = msg.headers()
     except (SystemError, UnicodeDecodeError):
-        where = f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
         raise HeaderNameError(
-            f"{where}: a header name is not UTF-8 (confluent-kafka cannot read its headers)"
+            "a header name is not UTF-8 (confluent-kafka cannot read its headers)",
+            coordinates(msg),
         ) from None
     if not raw:
         return []
