@@ -4,9 +4,10 @@ Ends are ``ListOffsets(LATEST)`` where the cluster answers it right; where it do
 :mod:`lagless.kafka.compat`: the embedded Tansu answers the base offset of the last written
 batch + 1, short by the records of that batch), they are read from fetch responses, which
 carry the true high watermark on every broker: the probe assigns each partition at the
-broker's idea of LATEST (at or below the true end), fetches until ``PARTITION_EOF`` and takes
-its offset (at most one batch read). Start offsets come from ``ListOffsets(EARLIEST)``, which
-every broker answers right.
+broker's idea of LATEST (at or below the true end) and takes the end from the first fetch that
+answers for it — the ``PARTITION_EOF`` offset, or, on a partition being written faster than a
+fetch reaches its end, that fetch's high watermark (at most one batch read). Start offsets
+come from ``ListOffsets(EARLIEST)``, which every broker answers right.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import OFFSET_END, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_END, KafkaError, KafkaException, Message, TopicPartition
 
 from lagless.errors import ClusterError
 from lagless.kafka.clients import make_consumer
@@ -119,7 +120,8 @@ class OffsetProbe:
         return self._fetched_ends(wanted, timeout)
 
     def _fetched_ends(self, wanted: list[PartitionKey], timeout: float) -> dict[PartitionKey, int]:
-        """End offsets from ``PARTITION_EOF`` (for a cluster whose ListOffsets is short)."""
+        """End offsets from the first fetch answer of each partition (for a cluster whose
+        ListOffsets is short)."""
         self._consumer.incremental_assign([TopicPartition(t, p, OFFSET_END) for t, p in wanted])
         ends: dict[PartitionKey, int] = {}
         deadline = time.monotonic() + timeout
@@ -133,22 +135,38 @@ class OffsetProbe:
                     )
                 # consume() waits for all 500 or the timeout: a short one returns as soon as
                 # the last EOF is in (a fixed 0.5 s cost every call otherwise).
-                eofs = []
+                done = []
                 for msg in self._consumer.consume(500, timeout=min(remaining, EOF_WAIT_S)):
-                    err = msg.error()
-                    if err is None:
+                    end = self._end_from(msg)
+                    if end is None:
                         continue
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        where = coordinates(msg)
-                        ends[(where.topic, where.partition)] = where.offset
-                        eofs.append(TopicPartition(where.topic, where.partition))
-                    elif err.fatal() or not err.retriable():
-                        raise ClusterError(f"cannot fetch {msg.topic()}[{msg.partition()}]: {err}")
-                if eofs:  # fetched no more: later fetches carry only the partitions still wanted
-                    self._consumer.incremental_unassign(eofs)
+                    where = coordinates(msg)
+                    key = (where.topic, where.partition)
+                    if key in ends:  # a batch may hold two answers of one partition: it is
+                        continue  # unassigned once (librdkafka aborts on the second)
+                    ends[key] = end
+                    done.append(TopicPartition(*key))
+                if done:  # fetched no more: later fetches carry only the partitions still wanted
+                    self._consumer.incremental_unassign(done)
         finally:
             self._consumer.unassign()
         return ends
+
+    def _end_from(self, msg: Message) -> int | None:
+        """The partition end a fetched message shows: the ``PARTITION_EOF`` offset, or for a
+        record the high watermark of the fetch that brought it (None while unknown)."""
+        err = msg.error()
+        if err is None:
+            where = coordinates(msg)
+            _, high = self._consumer.get_watermark_offsets(
+                TopicPartition(where.topic, where.partition), cached=True
+            )
+            return max(int(high), where.offset + 1) if high >= 0 else None
+        if err.code() == KafkaError._PARTITION_EOF:
+            return coordinates(msg).offset
+        if err.fatal() or not err.retriable():
+            raise ClusterError(f"cannot fetch {msg.topic()}[{msg.partition()}]: {err}")
+        return None
 
     def start_offsets(
         self, partitions: Iterable[PartitionKey], timeout: float = 10.0
