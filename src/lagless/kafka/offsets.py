@@ -3,11 +3,12 @@
 Ends are ``ListOffsets(LATEST)`` where the cluster answers it right; where it does not (see
 :mod:`lagless.kafka.compat`: the embedded Tansu answers the base offset of the last written
 batch + 1, short by the records of that batch), they are read from fetch responses, which
-carry the true high watermark on every broker: the probe assigns each partition at the
-broker's idea of LATEST (at or below the true end) and takes the end from the first fetch that
-answers for it — the ``PARTITION_EOF`` offset, or, on a partition being written faster than a
-fetch reaches its end, that fetch's high watermark (at most one batch read). Start offsets
-come from ``ListOffsets(EARLIEST)``, which every broker answers right.
+carry the true high watermark on every broker, empty ones too: the probe assigns each
+partition at the broker's idea of LATEST (at or below the true end) and takes the high
+watermark of the first fetch answered for it (on Tansu, a fetch of a partition of many small
+batches answers empty when it takes longer than the probe's short fetch wait, yet with the
+right watermark). Start offsets come from ``ListOffsets(EARLIEST)``, which every broker answers
+right.
 """
 
 from __future__ import annotations
@@ -18,12 +19,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import OFFSET_END, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import (
+    OFFSET_END,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
 
 from lagless.errors import ClusterError
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.compat import Deviations, deviations_of
-from lagless.kafka.records import coordinates
 
 PartitionKey = tuple[str, int]
 EOF_WAIT_S = 0.005
@@ -70,6 +77,27 @@ def partitions_text(keys: list[PartitionKey], first: int = 3) -> str:
     return f"{len(keys)} partitions of {topics} topic{'s' if topics > 1 else ''} ({shown}, ...)"
 
 
+def topic_partitions(consumer: Consumer, topic: str, timeout: float) -> list[int]:
+    """Partition ids of ``topic`` from ``consumer``'s metadata; ClusterError if it does not
+    exist."""
+    try:
+        meta = consumer.list_topics(topic, timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterError(f"cannot read metadata of topic {topic!r}: {exc}") from None
+    info = meta.topics.get(topic)
+    if info is None or info.error is not None:
+        raise ClusterError(f"topic {topic!r} does not exist")
+    return sorted(info.partitions)
+
+
+def check_fetched(msg: Message) -> None:
+    """ClusterError for a fetched message that is an error other than a passing one."""
+    err = msg.error()
+    passing = err is None or err.code() == KafkaError._PARTITION_EOF or err.retriable()
+    if err is not None and (err.fatal() or not passing):
+        raise ClusterError(f"cannot fetch {msg.topic()}[{msg.partition()}]: {err}")
+
+
 class OffsetProbe:
     """A reusable probe for partition ends (high watermarks) and starts.
 
@@ -78,7 +106,8 @@ class OffsetProbe:
     """
 
     def __init__(self, conf: Mapping[str, Any], isolation: str = "read_uncommitted") -> None:
-        self._consumer = make_consumer(probe_conf(conf, isolation))
+        self._conf = probe_conf(conf, isolation)
+        self._consumer = make_consumer(self._conf)
         self._deviations: Deviations | None = None
 
     @property
@@ -99,20 +128,13 @@ class OffsetProbe:
 
     def partitions(self, topic: str, timeout: float = 10.0) -> list[int]:
         """Partition ids of ``topic``; ClusterError if it does not exist."""
-        try:
-            meta = self._consumer.list_topics(topic, timeout=timeout)
-        except KafkaException as exc:
-            raise ClusterError(f"cannot read metadata of topic {topic!r}: {exc}") from None
-        info = meta.topics.get(topic)
-        if info is None or info.error is not None:
-            raise ClusterError(f"topic {topic!r} does not exist")
-        return sorted(info.partitions)
+        return topic_partitions(self._consumer, topic, timeout)
 
     def end_offsets(
         self, partitions: Iterable[PartitionKey], timeout: float = 10.0
     ) -> dict[PartitionKey, int]:
         """The true end offset (high watermark) of each partition."""
-        wanted = list(partitions)
+        wanted = list(dict.fromkeys(partitions))
         if not wanted:
             return {}
         if self.deviations.list_offsets_end:
@@ -120,53 +142,44 @@ class OffsetProbe:
         return self._fetched_ends(wanted, timeout)
 
     def _fetched_ends(self, wanted: list[PartitionKey], timeout: float) -> dict[PartitionKey, int]:
-        """End offsets from the first fetch answer of each partition (for a cluster whose
-        ListOffsets is short)."""
-        self._consumer.incremental_assign([TopicPartition(t, p, OFFSET_END) for t, p in wanted])
-        ends: dict[PartitionKey, int] = {}
+        """The high watermark of the first fetch answered for each partition (for a cluster
+        whose ListOffsets is short). A consumer of this call's own: the watermarks it caches
+        are all from fetches after this assignment (a reused one would still hold the last
+        call's)."""
+        consumer = make_consumer(self._conf)
         deadline = time.monotonic() + timeout
         try:
+            for topic in dict.fromkeys(t for t, _ in wanted):  # the leaders known before the
+                held = set(topic_partitions(consumer, topic, timeout))  # assignment (0.5 s else)
+                missing = [(t, p) for t, p in wanted if t == topic and p not in held]
+                if missing:
+                    raise ClusterError(f"no such partition: {partitions_text(missing)}")
+            consumer.incremental_assign([TopicPartition(t, p, OFFSET_END) for t, p in wanted])
+            ends: dict[PartitionKey, int] = {}
             while len(ends) < len(wanted):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    missing = sorted(set(wanted) - set(ends))
+                    left = sorted(set(wanted) - set(ends))
                     raise ClusterError(
-                        f"no end offset within {timeout:.0f} s for {partitions_text(missing)}"
+                        f"no end offset within {timeout:.0f} s for {partitions_text(left)}"
                     )
-                # consume() waits for all 500 or the timeout: a short one returns as soon as
-                # the last EOF is in (a fixed 0.5 s cost every call otherwise).
+                # consume() waits for all 500 or the timeout: a short one looks again soon
+                for msg in consumer.consume(500, timeout=min(remaining, EOF_WAIT_S)):
+                    check_fetched(msg)
                 done = []
-                for msg in self._consumer.consume(500, timeout=min(remaining, EOF_WAIT_S)):
-                    end = self._end_from(msg)
-                    if end is None:
-                        continue
-                    where = coordinates(msg)
-                    key = (where.topic, where.partition)
-                    if key in ends:  # a batch may hold two answers of one partition: it is
-                        continue  # unassigned once (librdkafka aborts on the second)
-                    ends[key] = end
-                    done.append(TopicPartition(*key))
+                for key in wanted:
+                    if key not in ends:
+                        _, high = consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
+                        if high >= 0:
+                            ends[key] = int(high)
+                            done.append(TopicPartition(*key))
                 if done:  # fetched no more: later fetches carry only the partitions still wanted
-                    self._consumer.incremental_unassign(done)
+                    consumer.incremental_unassign(done)
+            return ends
+        except KafkaException as exc:
+            raise ClusterError(f"cannot fetch end offsets: {exc}") from None
         finally:
-            self._consumer.unassign()
-        return ends
-
-    def _end_from(self, msg: Message) -> int | None:
-        """The partition end a fetched message shows: the ``PARTITION_EOF`` offset, or for a
-        record the high watermark of the fetch that brought it (None while unknown)."""
-        err = msg.error()
-        if err is None:
-            where = coordinates(msg)
-            _, high = self._consumer.get_watermark_offsets(
-                TopicPartition(where.topic, where.partition), cached=True
-            )
-            return max(int(high), where.offset + 1) if high >= 0 else None
-        if err.code() == KafkaError._PARTITION_EOF:
-            return coordinates(msg).offset
-        if err.fatal() or not err.retriable():
-            raise ClusterError(f"cannot fetch {msg.topic()}[{msg.partition()}]: {err}")
-        return None
+            consumer.close()
 
     def start_offsets(
         self, partitions: Iterable[PartitionKey], timeout: float = 10.0
