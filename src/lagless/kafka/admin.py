@@ -99,16 +99,17 @@ def create_topic(
         if exist_ok and err.name() == "TOPIC_ALREADY_EXISTS":
             return False
         raise ClusterError(f"cannot create topic {name!r}: {err.str()}") from None
+    except TimeoutError:
+        raise ClusterError(
+            f"cannot create topic {name!r}: no answer within {timeout:.0f} s"
+        ) from None
     return True
 
 
 def delete_topic(conf: Mapping[str, Any], name: str, timeout: float = 15.0) -> None:
     admin = admin_client(conf)
     future = admin.delete_topics([name], operation_timeout=timeout)[name]
-    try:
-        future.result(timeout=timeout)
-    except KafkaException as exc:
-        raise ClusterError(f"cannot delete topic {name!r}: {exc.args[0].str()}") from None
+    result_of(future, f"delete topic {name!r}", timeout)
 
 
 def committed_offsets(
@@ -118,10 +119,7 @@ def committed_offsets(
     request = ConsumerGroupTopicPartitions(group)
     admin = admin_client(conf)
     future = admin.list_consumer_group_offsets([request], request_timeout=timeout)
-    try:
-        result = future[group].result(timeout=timeout)
-    except KafkaException as exc:
-        raise ClusterError(f"cannot read offsets of group {group!r}: {exc.args[0].str()}") from None
+    result = result_of(future[group], f"read offsets of group {group!r}", timeout)
     wanted = set(topics) if topics is not None else None
     out: dict[PartitionKey, int] = {}
     for tp in result.topic_partitions or []:
@@ -139,12 +137,7 @@ def alter_committed_offsets(
     request = ConsumerGroupTopicPartitions(group, tps)
     admin = admin_client(conf)
     future = admin.alter_consumer_group_offsets([request], request_timeout=timeout)
-    try:
-        future[group].result(timeout=timeout)
-    except KafkaException as exc:
-        raise ClusterError(
-            f"cannot commit offsets of group {group!r}: {exc.args[0].str()}"
-        ) from None
+    result_of(future[group], f"commit offsets of group {group!r}", timeout)
 
 
 def list_topics(
