@@ -32,3 +32,6 @@ def test_totals_sum_records_and_take_the_oldest() -> None:
     ]
     assert totals(rows) == {"total_lag": 12, "max_lag_seconds": 1.5, "partition_count": 3}
     assert rows[1].position == 0
+    # no lagging partition's seconds known (its head record not fetched): unknown, not 0
+    assert totals(rows[1:])["max_lag_seconds"] is None
+    assert totals(rows[2:])["max_lag_seconds"] == 0.0  # caught up

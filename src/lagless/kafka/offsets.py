@@ -34,6 +34,11 @@ from lagless.kafka.compat import Deviations, deviations_of
 
 PartitionKey = tuple[str, int]
 EOF_WAIT_S = 0.005
+# A probe's fetch wait: short for ends (a partition at its end answers after the wait); for
+# reading records known to be there, the librdkafka default (Tansu answers empty when finding
+# the offset in a partition of many small batches takes longer than the wait, over and over).
+ENDS_WAIT_MS = 10
+READ_WAIT_MS = 500
 
 
 @dataclass(frozen=True)
@@ -50,8 +55,11 @@ class PartitionRange:
         return self.end - self.start
 
 
-def probe_conf(conf: Mapping[str, Any], isolation: str = "read_uncommitted") -> dict[str, Any]:
-    """Consumer properties for a probe that never joins a group nor commits."""
+def probe_conf(
+    conf: Mapping[str, Any], isolation: str = "read_uncommitted", wait_ms: int = ENDS_WAIT_MS
+) -> dict[str, Any]:
+    """Consumer properties for a probe that never joins a group nor commits; ``wait_ms`` its
+    ``fetch.wait.max.ms`` (:data:`READ_WAIT_MS` to read records known to be there)."""
     out = dict(conf)
     out.update(
         {
@@ -59,7 +67,7 @@ def probe_conf(conf: Mapping[str, Any], isolation: str = "read_uncommitted") -> 
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "enable.partition.eof": True,
-            "fetch.wait.max.ms": 10,
+            "fetch.wait.max.ms": wait_ms,
             "fetch.queue.backoff.ms": 5,
             "isolation.level": isolation,
         }

@@ -10,7 +10,7 @@ from confluent_kafka import KafkaError, Message, TopicPartition
 
 from lagless.errors import ClusterError
 from lagless.kafka.clients import make_consumer
-from lagless.kafka.offsets import OffsetProbe, probe_conf
+from lagless.kafka.offsets import READ_WAIT_MS, OffsetProbe, probe_conf
 from lagless.kafka.records import coordinates
 
 
@@ -20,7 +20,7 @@ def read_all(conf: Mapping[str, Any], topic: str, timeout: float = 60.0) -> Iter
         ranges = [r for r in probe.ranges(topic) if r.records > 0]
     if not ranges:
         return
-    consumer = make_consumer(probe_conf(conf))
+    consumer = make_consumer(probe_conf(conf, wait_ms=READ_WAIT_MS))
     consumer.assign([TopicPartition(topic, r.partition, r.start) for r in ranges])
     remaining = {r.partition: r.end for r in ranges}
     deadline = time.monotonic() + timeout

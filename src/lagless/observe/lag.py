@@ -29,7 +29,13 @@ from lagless.errors import ClusterError, LaglessError
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.groups import GroupInfo, describe_group, group_ids
-from lagless.kafka.offsets import OffsetProbe, PartitionKey, partitions_text, probe_conf
+from lagless.kafka.offsets import (
+    READ_WAIT_MS,
+    OffsetProbe,
+    PartitionKey,
+    partitions_text,
+    probe_conf,
+)
 from lagless.kafka.records import coordinates, timestamp_ms
 from lagless.observe.lagtime import lag_seconds
 
@@ -164,7 +170,7 @@ class LagReader:
         if not positions:
             return {}
         if self._head is None:
-            self._head = make_consumer(probe_conf(self.conf))
+            self._head = make_consumer(probe_conf(self.conf, wait_ms=READ_WAIT_MS))
         head = self._head
         head.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
         found: dict[PartitionKey, int | None] = {}
@@ -227,11 +233,14 @@ def measure_lag(
 
 
 def totals(rows: Iterable[PartitionLag]) -> dict[str, Any]:
-    """Group totals: lag in records summed, lag in seconds the maximum."""
+    """Group totals: lag in records summed, lag in seconds the largest known (None when no
+    lagging partition's is known: not 0, which would say caught up)."""
     rows = list(rows)
     seconds = [r.lag_seconds for r in rows if r.lag_seconds is not None]
+    lagging = [r.lag_seconds for r in rows if r.lag > 0]
+    unknown = bool(lagging) and all(s is None for s in lagging)
     return {
         "total_lag": sum(r.lag for r in rows),
-        "max_lag_seconds": max(seconds, default=0.0),
+        "max_lag_seconds": None if unknown else max(seconds, default=0.0),
         "partition_count": len(rows),
     }

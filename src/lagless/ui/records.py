@@ -25,7 +25,7 @@ from lagless.engine.results.dlq import (
 from lagless.errors import LaglessError
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.isolated import IsolatedCalls
-from lagless.kafka.offsets import probe_conf
+from lagless.kafka.offsets import READ_WAIT_MS, probe_conf
 from lagless.kafka.records import (
     HeaderNameError,
     coordinates,
@@ -165,7 +165,7 @@ def last_records(conf: Mapping[str, Any], wanted: list[tuple[str, int, int]],
     record was not read within ``timeout`` (not known either way)."""
     if not wanted:
         return {}, set()
-    consumer = make_consumer(probe_conf(conf))
+    consumer = make_consumer(probe_conf(conf, wait_ms=READ_WAIT_MS))
     out: dict[str, int] = {}
     todo = {(t, p) for t, p, _ in wanted}
     try:
