@@ -183,7 +183,7 @@ class OffsetProbe:
                             done.append(TopicPartition(*key))
                 if done:  # fetched no more: later fetches carry only the partitions still wanted
                     consumer.incremental_unassign(done)
-            return ends
+            return {key: ends[key] for key in wanted}  # in the order asked
         except KafkaException as exc:
             raise ClusterError(f"cannot fetch end offsets: {exc}") from None
         finally:
