@@ -24,8 +24,7 @@ tools:
 demo: $(STAMP) java
 	$(BIN)/lagless demo
 
-# the integration tests mostly wait (group joins, JVM starts): four files run at once, the
-# 2 cores ~55 % busy (17.7 min; 21.5 with three)
+# the integration tests mostly wait (group joins, JVM starts): four files run at once
 test: $(STAMP) java tools
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/mypy

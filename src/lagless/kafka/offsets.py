@@ -19,21 +19,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import (
-    OFFSET_END,
-    Consumer,
-    KafkaError,
-    KafkaException,
-    Message,
-    TopicPartition,
-)
+from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
 
 from lagless.errors import ClusterError
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.compat import Deviations, deviations_of
+from lagless.kafka.records import data_only
 
 PartitionKey = tuple[str, int]
-EOF_WAIT_S = 0.005
+LOOK_S = 0.005  # between looks at the watermarks librdkafka caches from fetches
 # A probe's fetch wait: short for ends (a partition at its end answers after the wait); for
 # reading records known to be there, the librdkafka default (Tansu answers empty when finding
 # the offset in a partition of many small batches takes longer than the wait, over and over).
@@ -96,14 +90,6 @@ def topic_partitions(consumer: Consumer, topic: str, timeout: float) -> list[int
     if info is None or info.error is not None:
         raise ClusterError(f"topic {topic!r} does not exist")
     return sorted(info.partitions)
-
-
-def check_fetched(msg: Message) -> None:
-    """ClusterError for a fetched message that is an error other than a passing one."""
-    err = msg.error()
-    passing = err is None or err.code() == KafkaError._PARTITION_EOF or err.retriable()
-    if err is not None and (err.fatal() or not passing):
-        raise ClusterError(f"cannot fetch {msg.topic()}[{msg.partition()}]: {err}")
 
 
 class OffsetProbe:
@@ -172,8 +158,8 @@ class OffsetProbe:
                         f"no end offset within {timeout:.0f} s for {partitions_text(left)}"
                     )
                 # consume() waits for all 500 or the timeout: a short one looks again soon
-                for msg in consumer.consume(500, timeout=min(remaining, EOF_WAIT_S)):
-                    check_fetched(msg)
+                for _ in data_only(consumer.consume(500, timeout=min(remaining, LOOK_S))):
+                    pass  # records are not wanted here: only an error is
                 done = []
                 for key in wanted:
                     if key not in ends:

@@ -54,10 +54,10 @@ def timestamp_ms(msg: Message) -> int | None:
 
 def data_only(batch: Iterable[Message]) -> Iterator[Message]:
     """The records of a consumed batch: end-of-partition events and retriable errors are
-    skipped, any other error is a ClusterError naming the partition."""
+    skipped, any other (or fatal) error is a ClusterError naming the partition."""
     for msg in batch:
         err = msg.error()
         if err is None:
             yield msg
-        elif err.code() != KafkaError._PARTITION_EOF and not err.retriable():
+        elif err.fatal() or (err.code() != KafkaError._PARTITION_EOF and not err.retriable()):
             raise ClusterError(f"cannot fetch {msg.topic()}[{msg.partition()}]: {err}")
