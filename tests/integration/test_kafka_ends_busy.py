@@ -8,8 +8,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+import pytest
 from confluent_kafka import KafkaError, Message, Producer
 
+from lagless.errors import ClusterError
 from lagless.kafka.offsets import OffsetProbe
 from tests.conftest import Cluster
 
@@ -69,3 +71,24 @@ def test_ends_of_partitions_being_written_arrive_in_time_and_never_go_back(
         assert ends == sorted(ends), f"{key}: an end went back: {ends}"
         assert ends[-1] <= final[key]
     assert seen[-1] != seen[0]  # the topic was being written while the ends were read
+
+
+def test_ends_asked_of_a_partition_that_does_not_exist_fail_at_once_in_one_line(
+    cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    topic = make_topic(partitions=2)
+    cluster.produce(topic, [b"a", b"b", b"c"])
+    keys = [(topic, 1), (topic, 0), (topic, 1)]  # out of order, one twice
+    with OffsetProbe(cluster.conf) as probe:
+        ends = probe.end_offsets(keys)
+        assert list(ends) == [(topic, 1), (topic, 0)]  # each once, in the order asked
+        assert sum(ends.values()) == 3
+        began = time.monotonic()
+        with pytest.raises(ClusterError, match=rf"{topic}\[9\]") as missing:
+            probe.end_offsets([(topic, 0), (topic, 9)], timeout=10.0)
+        with pytest.raises(ClusterError, match=rf"{topic}-missing"):
+            probe.end_offsets([(topic + "-missing", 0)], timeout=10.0)
+    assert "\n" not in str(missing.value)
+    if cluster.embedded:  # Tansu's path (ends from fetches) reads the metadata first
+        assert str(missing.value) == f"no such partition: {topic}[9]"
+        assert time.monotonic() - began < 5.0  # not the whole timeout
