@@ -12,6 +12,7 @@ re-runs nothing."""
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -85,6 +86,13 @@ def test_a_member_joining_re_runs_only_what_moved_uncommitted(eager: Group) -> N
     eager.start("a")
     wait_for(lambda: lines(eager.tmp / "a.ids") >= 600, 30, "a works")
     eager.start("b")
+    # Records keep coming until b is assigned: on a loaded machine b takes seconds to start,
+    # and a, idle by then, would have nothing left to commit when b joins.
+    deadline = time.monotonic() + 60
+    while not eager.assigned("b"):
+        assert time.monotonic() < deadline, "b not assigned within 60 s"
+        ids += eager.produce(50, f"m{len(ids)}-")
+        time.sleep(0.1)
     eager.finish("a", 35)
     eager.finish("b", 10)
     limits: dict[int, int] = {}  # partition -> highest offset a member logged not committed
