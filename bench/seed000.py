@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _broker import bench_cluster
 from lagless.engine import EngineConfig, Ordering, Record, load_handler, run_engine
 from lagless.engine.handlers import decode_json
+from lagless.engine.memory import tune_gc
 from lagless.kafka.admin import create_topic
 from lagless.kafka.clients import make_consumer
 from lagless.produce.producer import run_load
@@ -263,6 +264,9 @@ def main() -> None:
         help=f"run only these variants (of {', '.join(VARIANTS)})",
     )  # fmt: skip
     parser.add_argument("--rounds", type=int, default=1, help="runs of each variant")
+    parser.add_argument(
+        "--default-gc", action="store_true", help="leave the collector as Python sets it"
+    )
     args = parser.parse_args()
     only = set(args.only or VARIANTS)
     if args.only_async:
@@ -288,6 +292,8 @@ def main() -> None:
         details: dict[str, Any] = {}
         compared: dict[str, Any] = {}
         held = read_all(conf, topic, args.jobs) if "thread_pool" in only else []
+        if not args.default_gc:
+            tune_gc()  # as lagless consume does: every variant runs in this process
         for _ in range(args.rounds):
             if held:
                 seconds["thread_pool"] = thread_pool(held, args.max_in_flight)
@@ -318,6 +324,7 @@ def main() -> None:
                 "keys": args.keys,
                 "max_in_flight": args.max_in_flight,
                 "embedded_broker": embedded,
+                "gc": "default" if args.default_gc else "tuned as lagless consume",
                 "total_sleep_s": round(total_sleep, 3),
                 "ideal_s": round(ideal, 3),
                 "seconds": seconds,

@@ -21,7 +21,7 @@ import pytest
 
 from lagless.produce.producer import run_load
 from lagless.produce.workloads import Workload, WorkloadSpec, generate
-from tests.conftest import Cluster
+from tests.conftest import Cluster, wait_for
 from tests.integration.engine_helpers import (
     LEDGER_HANDLER,
     consume_cmd,
@@ -60,7 +60,8 @@ def test_members_join_and_leave_while_records_flow(
     )  # fmt: skip
     ledgers = [tmp_path / f"member{i}" for i in range(3)]
     producer.start()
-    members = [spawn(cmd, ledgers[0]), spawn(cmd, ledgers[1])]  # two members
+    record = tmp_path / "first"  # the first member's event log
+    members = [spawn([*cmd, "--record", str(record)], ledgers[0]), spawn(cmd, ledgers[1])]
     try:
         time.sleep(9)
         # On a loaded machine a start and join can take longer than the sleeps: the third
@@ -70,6 +71,8 @@ def test_members_join_and_leave_while_records_flow(
         members.append(spawn(cmd, ledgers[2]))  # a third joins
         time.sleep(9)
         assert wait_for_lines(ledgers[2], 1, timeout=60) >= 1, "the third member got no work"
+        # and the first has taken its new assignment (a starved poll loop serves it late)
+        wait_for(lambda: assignments(record) >= 2, 60, "the first member's second assignment")
         members[0].send_signal(signal.SIGTERM)  # the first leaves cleanly
         code, out, err = finish(members[0], timeout=60)
         assert code == 0, err[-2000:]
@@ -93,3 +96,12 @@ def test_members_join_and_leave_while_records_flow(
     assert sum(s["processed"] for s in summaries) == sum(ledger.values())
     assert all(s["processed"] > 0 for s in summaries), "every member did work"
     assert first["rebalances"] >= 2, "the first member saw the third join"
+
+
+def assignments(record: Path) -> int:
+    """How many assignments a member's event log (``--record``) shows so far."""
+    events = record / "events.jsonl"
+    if not events.exists():
+        return 0
+    return sum(json.loads(line).get("kind") == "assigned"
+               for line in events.read_text().splitlines() if line.endswith("}"))  # fmt: skip
