@@ -44,6 +44,24 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", TEST_JVM_FLAGS)  # standalone master, worker
 
 
+# The files that take longest, slowest first (from ``--durations``), Spark's apart from each
+# other: ``--dist loadfile`` hands files to workers in collection order, so a slow file
+# collected last would run on alone at the end while the other workers wait.
+SLOW_FILES = (
+    "test_spark_cluster.py", "test_lab.py", "test_spark_general.py",
+    "test_engine_rebalance_mock.py", "test_spark_pipeline.py", "test_ui_resilience.py",
+    "test_spark_stop.py", "test_cli_groups.py", "test_docs_examples.py", "test_lean_install.py",
+    "test_spark_failures.py", "test_engine_idle_group.py", "test_cli_shapes.py",
+    "test_lab_deployment.py", "test_app_cli.py", "test_spark_prefork.py",
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the slowest files first (see ``SLOW_FILES``); the others keep their order."""
+    rank = {name: i for i, name in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 @dataclass(frozen=True)
 class Cluster(TestKafka):
     """A reachable Kafka cluster for tests (``settings``, ``conf``, ``topic()``, ``produce()``,
