@@ -1,7 +1,7 @@
 """The jobs workload through the naive designs and the engine, side by side in one run.
 
 Prints one JSON object. Usage: python bench/seed000.py [--jobs N] [--partitions P]
-[--keys K] [--max-in-flight M] [--only VARIANT ...] [--rounds R]
+[--keys K] [--max-in-flight M] [--only VARIANT ...] [--rounds R] [--default-gc]
 
 Every variant reads the same topic (jobs sleeping 10-30 ms, seed 0) with its own group:
   thread_pool    no Kafka: --max-in-flight plain threads take the same records (read once, held
@@ -18,7 +18,9 @@ Every variant reads the same topic (jobs sleeping 10-30 ms, seed 0) with its own
 keys, the variants not run absent); ``--rounds R`` runs each of them R times, one after the
 other on the same topic, and adds ``rounds`` (every run's seconds) beside ``seconds`` (the
 last run's); ``median_s`` is each variant's median over its runs, and ``engine_over_ideal`` and
-``engine_over_pool`` are ratios of those medians.
+``engine_over_pool`` are ratios of those medians. Every variant runs with the garbage
+collector tuned as ``lagless consume`` tunes it (``lagless.engine.memory.tune_gc``, once, in
+this process); ``--default-gc`` leaves it as Python sets it.
 """
 
 from __future__ import annotations

@@ -37,6 +37,24 @@ def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path: Path, after: 
     assert err == "lagless: interrupted\n" and out == ""
 
 
+def test_ctrl_c_while_waiting_for_the_cluster_ends_the_wait_at_once() -> None:
+    """The wait for a cluster that does not answer (60 s here) ends at the Ctrl-C, with one
+    line: the Ctrl-C is never raised inside librdkafka's call (where it was lost, or honoured
+    only once the call had waited its whole timeout)."""
+    proc = subprocess.Popen(
+        [LAGLESS, "-b", "127.0.0.1:1", "consume", "--topic", "t", "--group", "g",
+         "--handler", "noop", "--on-failure", "skip", "--connect-timeout", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(4)  # imports done (a second or two on a loaded machine): in the wait
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 130, err
+    assert err == "lagless: interrupted\n" and out == ""
+    assert time.monotonic() - sent < 20, "the Ctrl-C waited for the connect timeout"
+
+
 FAILING = """import lagless
 
 app = lagless.App(group=GROUP)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.core
 from confluent_kafka import KafkaException
 from typer.exceptions import Abort, Exit, TyperException
 
@@ -35,7 +36,21 @@ from lagless.config import unknown_variables
 from lagless.engine.loop import UNCLOSED
 from lagless.errors import ConfigError, LaglessError
 
+
+class Commands(typer.core.TyperGroup):
+    """The commands: a Ctrl-C that reaches a command's code (its start-up, before it takes
+    the signal over) ends with one line and exit 130; typer alone exits 130 silently."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            sys.stderr.write("lagless: interrupted\n")
+            raise Exit(130) from None
+
+
 app = typer.Typer(
+    cls=Commands,
     name="lagless",
     help="Kafka pipelines that keep consumer lag near zero.",
     no_args_is_help=True,

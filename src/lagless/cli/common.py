@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -178,21 +177,3 @@ def per_second(rate: float) -> str:
     if rate >= 1:
         return f"{rate:.1f}"
     return f"{rate:.2g}" if rate > 0 else "0"
-
-
-_Command = TypeVar("_Command", bound=Callable[..., Any])
-
-
-def says_interrupted(command: _Command) -> _Command:
-    """Ctrl-C that reaches a command's code (its start-up, before it takes the signal over)
-    ends with one line and exit 130: typer itself turns it into a silent exit 130."""
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except KeyboardInterrupt:
-            sys.stderr.write("lagless: interrupted\n")
-            raise typer.Exit(130) from None
-
-    return wrapper  # type: ignore[return-value]

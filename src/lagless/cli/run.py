@@ -26,7 +26,6 @@ from lagless.cli.common import (
     interactive,
     options,
     print_json,
-    says_interrupted,
     settings,
     with_properties,
 )
@@ -89,7 +88,6 @@ def _where(exc: Exception) -> str:
     return f"{message} ({os.path.relpath(name) if name else '?'}, line {line})"
 
 
-@says_interrupted
 def run(
     ctx: typer.Context,
     target: Annotated[str, typer.Argument(help="module:attribute of a lagless.App")],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +38,29 @@ def result_of(future: Any, what: str, timeout: float) -> Any:
 
 def check_reachable(conf: Mapping[str, Any], timeout: float = 5.0) -> None:
     """Raise ClusterError with one line if the cluster does not answer within ``timeout``
-    (ConfigError if librdkafka refuses the configuration, e.g. a misspelt ``-X`` property)."""
+    (ConfigError if librdkafka refuses the configuration, e.g. a misspelt ``-X`` property).
+
+    The client and its wait run on a thread of their own while the caller waits in Python:
+    a Ctrl-C raises KeyboardInterrupt in the caller at once, never inside confluent-kafka's
+    calls, where it was lost (raised in a callback) or turned into another error (raised while
+    the configuration was read), and the command went on or failed with the wrong line."""
+    failed: list[BaseException] = []
+
+    def attempt() -> None:
+        try:
+            _answers(conf, timeout)
+        except BaseException as exc:  # handed to the caller as it is
+            failed.append(exc)
+
+    thread = threading.Thread(target=attempt, name="lagless-reachable", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.1)  # a Ctrl-C raises here
+    if failed:
+        raise failed[0]
+
+
+def _answers(conf: Mapping[str, Any], timeout: float) -> None:
     try:
         admin = make_admin({**conf, "log_level": 0})
     except KafkaException as exc:
