@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,12 +24,41 @@ APP = (
 )
 
 
+# SIGINT at its default and not blocked, then the command: as a Ctrl-C finds a terminal's
+# foreground command (an exec keeps both; a preexec_fn is unsafe in a process with threads)
+TERMINAL = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
+def in_a_terminal(*command: str) -> list[str]:
+    """``command`` started with SIGINT as in a terminal. In full runs a test before these in
+    the same pytest worker has left the worker's main thread with SIGINT ignored or blocked
+    (always one worker, every Ctrl-C test on it: the child, inheriting that, never saw the
+    signal); :func:`inherited_sigint` names which, as a warning."""
+    return [sys.executable, "-c", TERMINAL, *command]
+
+
+def inherited_sigint() -> None:
+    """Warn if this worker would hand its children SIGINT ignored or blocked."""
+    state = []
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        state.append("ignored")
+    if signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []):
+        state.append("blocked")
+    if state:
+        warnings.warn(f"this pytest worker has SIGINT {' and '.join(state)}", stacklevel=2)
+
+
 @pytest.mark.parametrize("after", [0.3, 2.5])
 def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path: Path, after: float) -> None:
     """Interrupted while importing (0.3 s) or while waiting for an unreachable cluster."""
     (tmp_path / "service.py").write_text(APP)
+    inherited_sigint()
     proc = subprocess.Popen(
-        [LAGLESS, "-b", "127.0.0.1:1", "run", "service:app"], cwd=tmp_path,
+        in_a_terminal(LAGLESS, "-b", "127.0.0.1:1", "run", "service:app"), cwd=tmp_path,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     time.sleep(after)
@@ -41,9 +72,10 @@ def test_ctrl_c_while_waiting_for_the_cluster_ends_the_wait_at_once() -> None:
     """The wait for a cluster that does not answer (60 s here) ends at the Ctrl-C, with one
     line: the Ctrl-C is never raised inside librdkafka's call (where it was lost, or honoured
     only once the call had waited its whole timeout)."""
+    inherited_sigint()
     proc = subprocess.Popen(
-        [LAGLESS, "-b", "127.0.0.1:1", "consume", "--topic", "t", "--group", "g",
-         "--handler", "noop", "--on-failure", "skip", "--connect-timeout", "60"],
+        in_a_terminal(LAGLESS, "-b", "127.0.0.1:1", "consume", "--topic", "t", "--group", "g",
+                      "--handler", "noop", "--on-failure", "skip", "--connect-timeout", "60"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     time.sleep(4)  # imports done (a second or two on a loaded machine): in the wait
