@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from lagless.engine.events import EVENTS_FILE, EventKind
+from lagless.lab.model import read_events
 from lagless.produce.producer import run_load
 from lagless.produce.workloads import Workload, WorkloadSpec, generate
 from tests.conftest import Cluster, wait_for
@@ -100,8 +102,4 @@ def test_members_join_and_leave_while_records_flow(
 
 def assignments(record: Path) -> int:
     """How many assignments a member's event log (``--record``) shows so far."""
-    events = record / "events.jsonl"
-    if not events.exists():
-        return 0
-    return sum(json.loads(line).get("kind") == "assigned"
-               for line in events.read_text().splitlines() if line.endswith("}"))  # fmt: skip
+    return sum(e.kind is EventKind.ASSIGNED for e in read_events(record / EVENTS_FILE))

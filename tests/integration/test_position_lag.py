@@ -3,7 +3,6 @@ consumer's position per owned partition, what the lab's max_position_lag_records
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
@@ -13,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from lagless.broker.embedded import free_port
+from lagless.engine.events import EVENTS_FILE, EventKind
+from lagless.lab.model import read_events
 from lagless.lab.positions import parse_position_lag, scrape
 from lagless.produce.producer import run_load
 from lagless.produce.workloads import Workload, WorkloadSpec, generate
@@ -52,7 +53,7 @@ def test_position_lag_gauge_per_owned_partition(
                 found = parse_position_lag(text, topic)
                 if found:
                     seen.append(found)
-                    mine = owned(tmp_path / "events.jsonl")
+                    mine = owned(tmp_path / EVENTS_FILE)
                 if mine and set(found) == mine and not any(found.values()) and len(seen) > 3:
                     break  # every partition it owns read to its end
             time.sleep(0.1)
@@ -71,11 +72,9 @@ def test_position_lag_gauge_per_owned_partition(
 def owned(events: Path) -> set[int]:
     """The partitions a consumer owns now, by its event log (``--record``)."""
     mine: set[int] = set()
-    lines = events.read_text().splitlines() if events.exists() else []
-    for doc in (json.loads(line) for line in lines if line.endswith("}")):
-        parts = {p for _topic, p in doc.get("partitions", ())}
-        if doc["kind"] == "assigned":
-            mine |= parts
-        elif doc["kind"] in ("revoked", "lost"):
-            mine -= parts
+    for event in read_events(events):
+        if event.kind is EventKind.ASSIGNED:
+            mine |= set(event.partitions)
+        elif event.kind in (EventKind.REVOKED, EventKind.LOST):
+            mine -= set(event.partitions)
     return mine
