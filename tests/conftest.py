@@ -7,6 +7,7 @@ The broker is the embedded Tansu started on a free port, or the cluster named by
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -42,6 +43,18 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("SPARK_CONF_DIR", str(SPARK_CONF))
     os.environ.setdefault("SPARK_LAUNCHER_OPTS", TEST_JVM_FLAGS)  # spark-class's launcher JVM
     os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", TEST_JVM_FLAGS)  # standalone master, worker
+    as_in_a_terminal()
+
+
+def as_in_a_terminal() -> None:
+    """SIGINT at Python's default and not blocked, here and so in every process the suite
+    starts, as a terminal's foreground command has it: a pytest started in the background by a
+    non-interactive shell (``make test &`` in a script, as a CI runner may) ignores SIGINT
+    (POSIX), every process it started would too, and lagless keeps an ignored SIGINT ignored
+    (:mod:`lagless.signals`): no test's Ctrl-C would reach it. Each xdist worker runs this."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 # The files that take longest, slowest first (from ``--durations``), Spark's apart from each

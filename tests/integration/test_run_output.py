@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from lagless.engine.events import EVENTS_FILE, EventKind
+from lagless.lab.model import read_events
 from tests.conftest import LAGLESS, Cluster, run_cli, unique
 from tests.integration.engine_helpers import GROUP_FLAGS
 
@@ -24,41 +26,12 @@ APP = (
 )
 
 
-# SIGINT at its default and not blocked, then the command: as a Ctrl-C finds a terminal's
-# foreground command (an exec keeps both; a preexec_fn is unsafe in a process with threads)
-TERMINAL = (
-    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
-    "os.execv(sys.argv[1], sys.argv[1:])"
-)
-
-
-def in_a_terminal(*command: str) -> list[str]:
-    """``command`` started with SIGINT as in a terminal. In full runs a test before these in
-    the same pytest worker has left the worker's main thread with SIGINT ignored or blocked
-    (always one worker, every Ctrl-C test on it: the child, inheriting that, never saw the
-    signal); :func:`inherited_sigint` names which, as a warning."""
-    return [sys.executable, "-c", TERMINAL, *command]
-
-
-def inherited_sigint() -> None:
-    """Warn if this worker would hand its children SIGINT ignored or blocked."""
-    state = []
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        state.append("ignored")
-    if signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []):
-        state.append("blocked")
-    if state:
-        warnings.warn(f"this pytest worker has SIGINT {' and '.join(state)}", stacklevel=2)
-
-
 @pytest.mark.parametrize("after", [0.3, 2.5])
 def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path: Path, after: float) -> None:
     """Interrupted while importing (0.3 s) or while waiting for an unreachable cluster."""
     (tmp_path / "service.py").write_text(APP)
-    inherited_sigint()
     proc = subprocess.Popen(
-        in_a_terminal(LAGLESS, "-b", "127.0.0.1:1", "run", "service:app"), cwd=tmp_path,
+        [LAGLESS, "-b", "127.0.0.1:1", "run", "service:app"], cwd=tmp_path,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     time.sleep(after)
@@ -72,10 +45,9 @@ def test_ctrl_c_while_waiting_for_the_cluster_ends_the_wait_at_once() -> None:
     """The wait for a cluster that does not answer (60 s here) ends at the Ctrl-C, with one
     line: the Ctrl-C is never raised inside librdkafka's call (where it was lost, or honoured
     only once the call had waited its whole timeout)."""
-    inherited_sigint()
     proc = subprocess.Popen(
-        in_a_terminal(LAGLESS, "-b", "127.0.0.1:1", "consume", "--topic", "t", "--group", "g",
-                      "--handler", "noop", "--on-failure", "skip", "--connect-timeout", "60"),
+        [LAGLESS, "-b", "127.0.0.1:1", "consume", "--topic", "t", "--group", "g",
+         "--handler", "noop", "--on-failure", "skip", "--connect-timeout", "60"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     time.sleep(4)  # imports done (a second or two on a loaded machine): in the wait
@@ -85,6 +57,47 @@ def test_ctrl_c_while_waiting_for_the_cluster_ends_the_wait_at_once() -> None:
     assert proc.returncode == 130, err
     assert err == "lagless: interrupted\n" and out == ""
     assert time.monotonic() - sent < 20, "the Ctrl-C waited for the connect timeout"
+
+
+# SIGINT ignored, then the command: as a non-interactive shell starts a job in the background
+IN_THE_BACKGROUND = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
+def test_started_ignoring_sigint_a_consumer_keeps_ignoring_it_and_stops_on_sigterm(
+    cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """``lagless consume ... &`` in a script: a Ctrl-C at the terminal is not for it."""
+    topic = make_topic(1)
+    command = [LAGLESS, "consume", "--topic", topic, "--group", unique("g"), "--json",
+               "--handler", "noop", "--on-failure", "skip", "--record", str(tmp_path),
+               *GROUP_FLAGS]  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", IN_THE_BACKGROUND, *command],
+        env={**os.environ, "LAGLESS_BOOTSTRAP": cluster.bootstrap},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not assigned(tmp_path / EVENTS_FILE) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        assert assigned(tmp_path / EVENTS_FILE), "never assigned"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(2)
+        assert proc.poll() is None, proc.communicate()  # still consuming
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "interrupted" not in err and json.loads(out)["processed"] == 0
+
+
+def assigned(events: Path) -> bool:
+    return any(event.kind is EventKind.ASSIGNED for event in read_events(events))
 
 
 FAILING = """import lagless

@@ -35,7 +35,6 @@ from lagless.app.handlers import BATCH_OPTIONS, Codecs, HandlerSpec, layered
 from lagless.app.health import LOCALHOST
 from lagless.app.outputs import check_outputs_exist
 from lagless.app.runner import Runner
-from lagless.app.signals import stop_on_signals, unclaimed_signals
 from lagless.config import KafkaSettings, load_settings
 from lagless.connect import resolve
 from lagless.engine import EngineConfig, Progress, RunSummary
@@ -43,6 +42,7 @@ from lagless.errors import ConfigError
 from lagless.kafka.admin import check_reachable
 from lagless.observe.instance import StatusBoard
 from lagless.observe.metrics import Metrics
+from lagless.signals import stop_on_signals, unclaimed_signals
 
 log = logging.getLogger(__name__)
 

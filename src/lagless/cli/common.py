@@ -20,6 +20,7 @@ from lagless.config import KafkaSettings, load_settings
 from lagless.connect import resolve
 from lagless.errors import ConfigError
 from lagless.kafka.admin import check_reachable
+from lagless.signals import ignored
 
 err_console = Console(stderr=True, soft_wrap=True)  # lines are never hard-wrapped
 out_console = Console(soft_wrap=True)  # piped output stays one line per line
@@ -111,7 +112,11 @@ def given(ctx: typer.Context, name: str) -> bool:
 @contextlib.contextmanager
 def ctrl_c_sets(stop: threading.Event) -> Iterator[threading.Event]:
     """While inside, Ctrl-C (SIGINT) sets ``stop`` instead of raising KeyboardInterrupt in the
-    middle of a client call (confluent-kafka's ``poll`` can fail with a SystemError then)."""
+    middle of a client call (confluent-kafka's ``poll`` can fail with a SystemError then); a
+    SIGINT the process was started ignoring stays ignored (:func:`lagless.signals.ignored`)."""
+    if ignored(signal.SIGINT):
+        yield stop
+        return
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
         yield stop

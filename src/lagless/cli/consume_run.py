@@ -18,11 +18,11 @@ from collections.abc import Iterator
 from rich.progress import Progress as Bar
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from lagless.app.signals import stop_on_signals
 from lagless.cli.common import out_console, per_second, print_json
 from lagless.engine import Engine, Progress, RunSummary
 from lagless.engine.summary import ProgressFn
 from lagless.errors import ConfigError, LaglessError
+from lagless.signals import stop_on_signals
 
 EXIT_INTERRUPTED = 130
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from lagless import extras
-from lagless.app.signals import stop_on_signals
 from lagless.cli.common import (
     err_console,
     interactive,
@@ -24,6 +23,7 @@ from lagless.cli.common import (
 )
 from lagless.errors import ConfigError, LaglessError
 from lagless.observe.metrics import Metrics
+from lagless.signals import stop_on_signals
 
 if TYPE_CHECKING:
     from lagless.spark.pipeline import PipelineSummary

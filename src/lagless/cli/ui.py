@@ -14,6 +14,7 @@ from lagless.broker.embedded import default_state_dir
 from lagless.cli.common import note, options, settings
 from lagless.errors import ConfigError
 from lagless.kafka.cluster import describe_cluster
+from lagless.signals import ignored
 from lagless.ui.auth import Guard
 from lagless.ui.console import Console, ConsoleConfig
 from lagless.ui.server import ConsoleServer
@@ -88,7 +89,8 @@ def ui(
     console = Console(conf, config)
     server = ConsoleServer(console, guard, host, port)
     stop = threading.Event()
-    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    stops = [s for s in (signal.SIGINT, signal.SIGTERM) if not ignored(s)]
+    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in stops}
     console.start()
     server.start()
     note(f"console of {config.cluster_name} at {server.url} (store {console.store.path}; "

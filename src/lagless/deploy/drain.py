@@ -1,6 +1,6 @@
 """How long a stopping App may take: what ``terminationGracePeriodSeconds`` must cover.
 
-On SIGTERM (:mod:`lagless.app.signals`) every handler's engine drains at once, in parallel:
+On SIGTERM (:mod:`lagless.signals`) every handler's engine drains at once, in parallel:
 
 1. in-flight records finish, up to the engine's ``shutdown_budget_s``;
 2. the last commit, sent again after a rebalance that refused it, up to the engine's own

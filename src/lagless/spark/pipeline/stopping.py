@@ -4,7 +4,7 @@ batch has to be interrupted.
 **After the batch in progress.** A stop request (``stop`` set, SIGTERM under the CLI, a first
 Ctrl-C) lets the micro-batch in progress finish and commit before the query stops: its rows are
 written once, and a restart does not read them again. ``stop_now`` set (a second signal under
-the CLI, :mod:`lagless.app.signals`) stops at once.
+the CLI, :mod:`lagless.signals`) stops at once.
 
 **Interrupted batches end as stops, not as crashes.** ``StreamingQuery.stop()`` interrupts a
 batch in progress; inside a Python ``foreachBatch`` the interruption surfaces as a Python

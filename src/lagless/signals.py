@@ -5,6 +5,11 @@ The first signal asks for a graceful stop: every engine drains (in-flight record
 nothing more is awaited, what finished is committed, what still runs is abandoned (re-run by
 the next owner of its partition). ``lagless consume`` (one engine) and an App (several) share
 these rules.
+
+A signal the process was started with ignored stays ignored: a job a non-interactive shell starts
+in the background (``lagless consume ... &`` in a script) ignores SIGINT, so that a Ctrl-C at the
+terminal reaches only the foreground command, and lagless keeps to that (:func:`ignored`);
+SIGTERM still stops it.
 """
 
 from __future__ import annotations
@@ -38,12 +43,18 @@ def stop_on_signals(
         else:
             stop()
 
-    previous = {sig: signal.signal(sig, handle) for sig in signals}
+    previous = {sig: signal.signal(sig, handle) for sig in signals if not ignored(sig)}
     try:
         yield
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+def ignored(sig: signal.Signals) -> bool:
+    """Whether this process ignores ``sig``, as it was started (see the module's docstring):
+    left so by every handler lagless sets."""
+    return signal.getsignal(sig) is signal.SIG_IGN
 
 
 def unclaimed_signals() -> list[signal.Signals]:
