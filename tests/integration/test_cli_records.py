@@ -201,9 +201,12 @@ def test_ctrl_c_flushes_and_prints_the_count(
     assert "interrupted" in err
 
 
-def test_ctrl_c_on_the_load_generator_prints_what_was_sent(
-    cluster: Cluster, make_topic: Callable[..., str]
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_on_the_load_generator_prints_what_was_sent(
+    cluster: Cluster, make_topic: Callable[..., str], sig: signal.Signals, code: int
 ) -> None:
+    """SIGTERM (``kill`` of a generator started in the background) as Ctrl-C: flushed and
+    counted, exit 128 + the signal's number."""
     topic = make_topic(partitions=1)
     producer = start_cli(
         cluster, "produce", "--topic", topic, "--rate", "50", "--duration", "60", "--json"
@@ -213,9 +216,10 @@ def test_ctrl_c_on_the_load_generator_prints_what_was_sent(
         if sum(r.records for r in topic_ranges(cluster.conf, topic)) >= 20:
             break
         time.sleep(0.3)
-    producer.send_signal(signal.SIGINT)
+    producer.send_signal(sig)
     out, err = producer.communicate(timeout=30)
-    assert producer.returncode == 130, err
+    assert producer.returncode == code, err
+    assert ("terminated" if sig == signal.SIGTERM else "interrupted") in err
     doc = json.loads(out)
     assert doc["interrupted"] is True and doc["failed"] == 0
     assert doc["produced"] == sum(r.records for r in topic_ranges(cluster.conf, topic)) >= 20

@@ -4,12 +4,11 @@ process was started ignoring (a background job of a non-interactive shell ignore
 from __future__ import annotations
 
 import signal
-import threading
 from collections.abc import Iterator
 
 import pytest
 
-from lagless.cli.common import ctrl_c_sets
+from lagless.cli.common import Stop, signals_stop
 from lagless.signals import ignored, stop_on_signals
 
 
@@ -28,9 +27,20 @@ def test_handlers_are_set_inside_and_restored_after() -> None:
         assert signal.getsignal(signal.SIGINT) not in before
         assert signal.getsignal(signal.SIGTERM) not in before
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
-    with ctrl_c_sets(threading.Event()):
+    with signals_stop(Stop()) as stop:
         assert signal.getsignal(signal.SIGINT) is not before[0]
-    assert signal.getsignal(signal.SIGINT) is before[0]
+        assert signal.getsignal(signal.SIGTERM) is not before[1]
+        signal.raise_signal(signal.SIGTERM)  # sets stop, kills nothing
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    assert stop.is_set() and stop.exit_code == 143 and stop.reason == "terminated"
+
+
+def test_the_first_signal_names_the_stop() -> None:
+    stop = Stop()
+    assert stop.exit_code == 130 and stop.reason == "interrupted"  # a KeyboardInterrupt's
+    stop.by(signal.SIGINT, None)
+    stop.by(signal.SIGTERM, None)
+    assert stop.is_set() and stop.exit_code == 130 and stop.reason == "interrupted"
 
 
 @pytest.mark.usefixtures("sigint_ignored")
@@ -40,7 +50,8 @@ def test_a_signal_ignored_from_the_start_stays_ignored() -> None:
     with stop_on_signals(lambda: False, lambda: None, lambda: None):
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         assert signal.getsignal(signal.SIGTERM) is not term  # SIGTERM still stops the run
-    with ctrl_c_sets(threading.Event()) as stop:
+    with signals_stop(Stop()) as stop:
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is not term
         assert not stop.is_set()
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN

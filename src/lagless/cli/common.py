@@ -109,19 +109,42 @@ def given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name != "DEFAULT"
 
 
+class Stop(threading.Event):
+    """Set by SIGINT (Ctrl-C) or SIGTERM while :func:`signals_stop` is on; ``signum``: the
+    first of them that came."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.signum: int | None = None
+
+    def by(self, signum: int, _frame: object) -> None:
+        if self.signum is None:
+            self.signum = signum
+        self.set()
+
+    @property
+    def reason(self) -> str:
+        return "terminated" if self.signum == signal.SIGTERM else "interrupted"
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number: 130 after Ctrl-C, 143 after SIGTERM."""
+        return 128 + (self.signum or signal.SIGINT)
+
+
 @contextlib.contextmanager
-def ctrl_c_sets(stop: threading.Event) -> Iterator[threading.Event]:
-    """While inside, Ctrl-C (SIGINT) sets ``stop`` instead of raising KeyboardInterrupt in the
-    middle of a client call (confluent-kafka's ``poll`` can fail with a SystemError then); a
-    SIGINT the process was started ignoring stays ignored (:func:`lagless.signals.ignored`)."""
-    if ignored(signal.SIGINT):
-        yield stop
-        return
-    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+def signals_stop(stop: Stop) -> Iterator[Stop]:
+    """While inside, SIGINT (Ctrl-C) and SIGTERM set ``stop``: not a KeyboardInterrupt in the
+    middle of a client call (confluent-kafka's ``poll`` can fail with a SystemError then), nor
+    a process killed with records in its buffers. A signal the process was started ignoring
+    stays ignored (:func:`lagless.signals.ignored`)."""
+    stops = [s for s in (signal.SIGINT, signal.SIGTERM) if not ignored(s)]
+    previous = {s: signal.signal(s, stop.by) for s in stops}
     try:
         yield stop
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def print_json(obj: Any) -> None:

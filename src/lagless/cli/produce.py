@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,7 +10,7 @@ import typer
 from rich.progress import Progress
 
 from lagless.cli.common import (
-    ctrl_c_sets,
+    Stop,
     given,
     interactive,
     kafka_conf,
@@ -19,6 +18,7 @@ from lagless.cli.common import (
     one_name,
     out_console,
     print_json,
+    signals_stop,
 )
 from lagless.errors import ConfigError
 from lagless.kafka.admin import list_topics
@@ -105,7 +105,7 @@ def produce(
     total = count if count is not None else int((rate or 0) * (duration or 0))
     records = generate(spec)
     result: ProduceResult
-    with ctrl_c_sets(threading.Event()) as stop:
+    with signals_stop(Stop()) as stop:
         if interactive() and not as_json:
             with Progress(console=out_console, transient=True) as bar:
                 task = bar.add_task(f"producing to {topic}", total=total)
@@ -128,7 +128,7 @@ def produce(
         )
         if result.first_error:
             out_console.print(f"first failure: {result.first_error}")
-    exit_for(result)
+    exit_for(result, stop)
 
 
 WORKLOAD_OPTIONS = (
@@ -179,7 +179,7 @@ def produce_from(
         raise ConfigError(f"--from {source}: is a directory")
     if source != "-" and not Path(source).exists():  # a pipe or a device reads like a file
         raise ConfigError(f"--from {source}: no such file")
-    with ctrl_c_sets(threading.Event()) as stop:
+    with signals_stop(Stop()) as stop:
         if source == "-":  # bytes that are not UTF-8 reach the record as they were
             lines = read_aside(sys.stdin.fileno(), stop)
             done = produce_lines(
@@ -192,10 +192,10 @@ def produce_from(
                     conf, topic, f, fmt, profile, stop=stop, delimiter=delimiter,
                     partitions=partitions,
                 )  # fmt: skip
-    report_lines(done, topic, as_json)
+    report_lines(done, topic, as_json, stop)
 
 
-def report_lines(done: LinesResult, topic: str, as_json: bool) -> None:
+def report_lines(done: LinesResult, topic: str, as_json: bool, stop: Stop) -> None:
     result = done.result
     if as_json:
         print_json({**result.to_json(), "lines": done.lines, "stopped": done.stopped})
@@ -209,13 +209,14 @@ def report_lines(done: LinesResult, topic: str, as_json: bool) -> None:
     if done.stopped:
         note(f"stopped at {done.stopped}; nothing after it was sent")
         raise typer.Exit(done.exit_code)
-    exit_for(result)
+    exit_for(result, stop)
 
 
-def exit_for(result: ProduceResult) -> None:
-    """Exit 130 after Ctrl-C (the count is printed), 1 when a delivery failed."""
+def exit_for(result: ProduceResult, stop: Stop) -> None:
+    """Exit 130 after Ctrl-C, 143 after SIGTERM (the count is printed), 1 when a delivery
+    failed."""
     if result.interrupted:
-        note("interrupted: what was sent before is flushed and counted above")
-        raise typer.Exit(130)
+        note(f"{stop.reason}: what was sent before is flushed and counted above")
+        raise typer.Exit(stop.exit_code)
     if result.failed:
         raise typer.Exit(1)
