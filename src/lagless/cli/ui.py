@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from lagless.broker.embedded import default_state_dir
-from lagless.cli.common import note, options, settings
+from lagless.cli.common import Stop, note, options, settings, signals_stop
 from lagless.errors import ConfigError
 from lagless.kafka.cluster import describe_cluster
-from lagless.signals import ignored
 from lagless.ui.auth import Guard
 from lagless.ui.console import Console, ConsoleConfig
 from lagless.ui.server import ConsoleServer
@@ -88,21 +85,17 @@ def ui(
     )  # fmt: skip
     console = Console(conf, config)
     server = ConsoleServer(console, guard, host, port)
-    stop = threading.Event()
-    stops = [s for s in (signal.SIGINT, signal.SIGTERM) if not ignored(s)]
-    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in stops}
-    console.start()
-    server.start()
-    note(f"console of {config.cluster_name} at {server.url} (store {console.store.path}; "
-         f"{'writes allowed' if allow_writes else 'read-only'}; Ctrl-C stops)")  # fmt: skip
-    sys.stdout.write(server.url + "\n")
-    sys.stdout.flush()
-    try:
-        while not stop.wait(0.5):
-            pass
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        server.stop()
-        console.stop()
+    with signals_stop(Stop()) as stop:
+        console.start()
+        server.start()
+        note(f"console of {config.cluster_name} at {server.url} (store {console.store.path}; "
+             f"{'writes allowed' if allow_writes else 'read-only'}; Ctrl-C stops)")  # fmt: skip
+        sys.stdout.write(server.url + "\n")
+        sys.stdout.flush()
+        try:
+            while not stop.wait(0.5):
+                pass
+        finally:
+            server.stop()
+            console.stop()
     note("console stopped")
