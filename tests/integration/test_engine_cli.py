@@ -4,6 +4,7 @@ was processed, handlers in processes, the run timeline."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -107,6 +108,33 @@ def test_sigterm_drains_commits_only_processed_records_and_exits_0(
         if m.offset() < committed.get((topic, m.partition() or 0), 0)
     ]
     assert below and set(below) <= set(processed), "committed past an unprocessed record"
+
+
+def test_sigterm_to_the_process_group_drains_the_handler_processes_too(
+    cluster: Cluster, make_topic: Callable[..., str], group: str, tmp_path: Path
+) -> None:
+    """``kill -TERM -PGID`` (systemd's default ``KillMode=control-group``) reaches the pool's
+    processes as well as lagless: they keep running their records, lagless drains, exit 0."""
+    topic = make_topic(partitions=2)
+    ids = produce_jobs(cluster.conf, topic, 300, sleep_ms=(20, 40))
+    ledger = tmp_path / "ledger"
+    proc = spawn(
+        consume_cmd(
+            cluster.bootstrap, topic, group, "--handler", LEDGER_HANDLER, "--processes", "2",
+            "--ordering", "unordered", "--max-in-flight", "8", "--on-failure", "stop", "--json",
+        ),
+        ledger,
+        own_group=True,
+    )  # fmt: skip
+    try:
+        assert wait_for_lines(ledger, 30, timeout=60) >= 30
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+    code, out, err = finish(proc, timeout=60)
+    assert code == 0, err[-2000:]
+    processed = read_ledgers([ledger])
+    assert json.loads(out)["processed"] == sum(processed.values()) < len(ids)
+    assert max(processed.values()) == 1
 
 
 def test_handlers_run_in_processes(

@@ -143,13 +143,17 @@ def consume_cmd(bootstrap: str, topic: str, group: str, *args: str) -> list[str]
             *GROUP_FLAGS, *args]  # fmt: skip
 
 
-def spawn(cmd: list[str], ledger: Path, **env: str) -> subprocess.Popen[str]:
-    """Start a ``lagless consume`` whose ledger handler writes to ``ledger``."""
+def spawn(
+    cmd: list[str], ledger: Path, *, own_group: bool = False, **env: str
+) -> subprocess.Popen[str]:
+    """Start a ``lagless consume`` whose ledger handler writes to ``ledger`` (``own_group``:
+    in a process group of its own, as a service manager starts it, for ``os.killpg``)."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO), "LAGLESS_TEST_LEDGER": str(ledger), **env}
     full_env.pop("LAGLESS_BOOTSTRAP", None)
     return subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env
-    )
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env,
+        start_new_session=own_group,
+    )  # fmt: skip
 
 
 def wait_for_lines(path: Path, n: int, timeout: float) -> int:

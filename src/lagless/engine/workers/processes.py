@@ -28,11 +28,15 @@ _PROGRESS: Any = None
 
 
 def _init_process(stop: Any, progress: Any) -> None:
-    """A pool process: Ctrl-C is the engine's to handle (a record must not fail of it)."""
+    """A pool process: Ctrl-C and SIGTERM are the engine's to handle (a record must not fail
+    of them): a terminal's Ctrl-C, or a SIGTERM to the whole process group (systemd's default
+    ``KillMode=control-group``, ``kill -TERM -PGID``), reaches the pool's processes too, and the
+    engine drains them. A handler still running after the budget is killed at close."""
     global _STOP, _PROGRESS  # noqa: PLW0603 - one per process, set once by the initializer
     _STOP = stop
     _PROGRESS = progress
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def _stop_wait(seconds: float) -> bool:
@@ -176,9 +180,9 @@ class ProcessWorkers:
         processes = list((getattr(self._pool, "_processes", None) or {}).values())
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._futures:
-            log.warning("terminating %d handler processes still running", len(self._futures))
+            log.warning("killing %d handler processes still running", len(self._futures))
             for process in processes:  # the executor has no public way to stop a hung handler
-                process.terminate()
+                process.kill()  # SIGKILL: they ignore SIGTERM (see _init_process)
         for process in processes:
             process.join(timeout=max(0.1, deadline - time.monotonic()))
 
