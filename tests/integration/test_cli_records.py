@@ -225,6 +225,41 @@ def test_ctrl_c_or_sigterm_on_the_load_generator_prints_what_was_sent(
     assert doc["produced"] == sum(r.records for r in topic_ranges(cluster.conf, topic)) >= 20
 
 
+def test_a_second_ctrl_c_ends_the_wait_for_deliveries_once_the_broker_is_gone() -> None:
+    """Ctrl-C flushes what was sent; with the broker gone that wait would last the flush
+    timeout (120 s): a second Ctrl-C ends it, the undelivered counted as failed, exit 130."""
+    from lagless.broker.mock import MockCluster
+
+    mock = MockCluster()
+    try:
+        bootstrap = mock.start()
+    except ClusterError as exc:
+        pytest.skip(f"librdkafka's mock cluster cannot start here: {exc}")
+    producer = subprocess.Popen(
+        [LAGLESS, "-b", bootstrap, "produce", "gone", "--create", "--rate", "500",
+         "--duration", "120", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        time.sleep(4)  # started, records delivered
+        mock.stop()  # the broker is gone: what is sent from now on is never delivered
+        time.sleep(2)
+        producer.send_signal(signal.SIGINT)  # flush ...
+        time.sleep(2)
+        assert producer.poll() is None, "the wait for deliveries did not wait"
+        producer.send_signal(signal.SIGINT)  # ... no longer
+        begun = time.monotonic()
+        out, err = producer.communicate(timeout=30)
+    finally:
+        producer.kill()
+        mock.stop()
+    assert time.monotonic() - begun < 10, "the second Ctrl-C did not end the wait"
+    assert producer.returncode == 130, err
+    doc = json.loads(out)
+    assert doc["interrupted"] is True and doc["produced"] > 0 and doc["failed"] > 0
+    assert "undelivered when stopped at once" in doc["first_error"]
+
+
 def test_a_missing_partition_stops_at_its_line_and_keeps_what_came_before(
     cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -210,3 +211,40 @@ def test_cli_ctrl_c_twice_stops_at_once_in_one_line_and_a_restart_completes(
     assert first["input_rows"] + second.input_rows >= M
     ids = parquet_ids(out / "events")
     assert set(ids) == produced.valid and set(ids.values()) == {1}
+
+
+def test_cli_started_ignoring_sigint_keeps_ignoring_it_and_stops_on_sigterm(
+    cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """A pipeline started in the background by a script: a Ctrl-C at the terminal is not for
+    it (PySpark sets a SIGINT handler of its own over the ignore: lagless puts the ignore
+    back); SIGTERM drains, prints the summary, exit 0."""
+    topic = make_topic(partitions=1)
+    produced = produce_events(cluster.conf, topic, N, bad_fraction=0.0, seed=7)
+    out, ck = tmp_path / "out", tmp_path / "ck"
+    args = pipeline_args(topic, out, ck, "--trigger", "processing-time=1s", "--no-aggregates",
+                         "--json")  # fmt: skip
+    ignoring = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); " \
+        "os.execv(sys.argv[1], sys.argv[1:])"  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ignoring, LAGLESS, *args],
+        env={**os.environ, "LAGLESS_BOOTSTRAP": cluster.bootstrap},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 600  # a loaded machine starts Spark slowly
+        while not (ck / "events" / "commits" / "0").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "no batch ran"
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(3)
+        assert proc.poll() is None, "stopped by the SIGINT it was started ignoring"
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = stderr.decode(errors="replace")
+    assert proc.returncode == 0 and "Traceback" not in text, text[-3000:]
+    summary = json.loads(stdout.decode().strip().splitlines()[-1])
+    assert summary["input_rows"] == N and set(parquet_ids(out / "events")) == produced.valid

@@ -111,16 +111,22 @@ def given(ctx: typer.Context, name: str) -> bool:
 
 class Stop(threading.Event):
     """Set by SIGINT (Ctrl-C) or SIGTERM while :func:`signals_stop` is on; ``signum``: the
-    first of them that came."""
+    first of them that came; :meth:`hurried` after a second one."""
 
     def __init__(self) -> None:
         super().__init__()
         self.signum: int | None = None
+        self.signals = 0
 
     def by(self, signum: int, _frame: object) -> None:
         if self.signum is None:
             self.signum = signum
+        self.signals += 1
         self.set()
+
+    def hurried(self) -> bool:
+        """Whether a second signal came: stop waiting (for deliveries, ...) at once."""
+        return self.signals > 1
 
     @property
     def reason(self) -> str:

@@ -23,7 +23,7 @@ from lagless.cli.common import (
 )
 from lagless.errors import ConfigError, LaglessError
 from lagless.observe.metrics import Metrics
-from lagless.signals import stop_on_signals
+from lagless.signals import ignored, stop_on_signals
 
 if TYPE_CHECKING:
     from lagless.spark.pipeline import PipelineSummary
@@ -197,7 +197,11 @@ def run(
             err_console.print(report.line(), highlight=False)
 
     stop, stop_now = threading.Event(), threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # while Spark starts, a signal is a stop for after it has (interrupted there, its JVM would
+    # be left running); a SIGINT the process was started ignoring stays ignored
+    sigint_ignored = ignored(signal.SIGINT)
+    starting = [s for s in (signal.SIGTERM, signal.SIGINT) if not ignored(s)]
+    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in starting}
     try:
         with contextlib.ExitStack() as stack:
             if record is not None:
@@ -216,14 +220,18 @@ def run(
                 conf=config.spark_conf,
                 log_level=spark_log_level(),
             )
+            if sigint_ignored:  # PySpark sets a SIGINT handler of its own over the ignore
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
 
             def hurry() -> None:
                 if stop_now.is_set():  # a third signal: whatever hangs (a start) is cut
                     raise KeyboardInterrupt
                 stop_now.set()
 
-            try:  # after the session: PySpark sets a SIGINT handler of its own
-                with stop_on_signals(stop.is_set, stop.set, hurry):
+            # after the session (PySpark sets a SIGINT handler of its own), and until it has
+            # stopped: a signal then is ours, not PySpark's (which cancels jobs through py4j)
+            with stop_on_signals(stop.is_set, stop.set, hurry):
+                try:
                     summary = run_pipeline(
                         config,
                         spark=spark,
@@ -232,10 +240,11 @@ def run(
                         stop=stop,
                         stop_now=stop_now,
                     )
-            finally:
-                spark.stop()
+                finally:
+                    spark.stop()
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if json_out:
         print_json(summary.to_json())
     else:

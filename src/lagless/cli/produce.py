@@ -112,12 +112,12 @@ def produce(
                 result = run_load(
                     conf, topic, records, count=count, rate=rate, duration=duration,
                     profile=profile, on_progress=lambda n: bar.update(task, completed=n),
-                    stop=stop,
+                    stop=stop, hurry=stop.hurried,
                 )  # fmt: skip
         else:
             result = run_load(
                 conf, topic, records, count=count, rate=rate, duration=duration,
-                profile=profile, stop=stop,
+                profile=profile, stop=stop, hurry=stop.hurried,
             )  # fmt: skip
     if as_json:
         print_json(result.to_json())
@@ -183,14 +183,14 @@ def produce_from(
         if source == "-":  # bytes that are not UTF-8 reach the record as they were
             lines = read_aside(sys.stdin.fileno(), stop)
             done = produce_lines(
-                conf, topic, lines, fmt, profile, stop=stop, delimiter=delimiter,
-                partitions=partitions,
+                conf, topic, lines, fmt, profile, stop=stop, hurry=stop.hurried,
+                delimiter=delimiter, partitions=partitions,
             )  # fmt: skip
         else:
             with Path(source).open(encoding="utf-8", errors="surrogateescape", newline="\n") as f:
                 done = produce_lines(
-                    conf, topic, f, fmt, profile, stop=stop, delimiter=delimiter,
-                    partitions=partitions,
+                    conf, topic, f, fmt, profile, stop=stop, hurry=stop.hurried,
+                    delimiter=delimiter, partitions=partitions,
                 )  # fmt: skip
     report_lines(done, topic, as_json, stop)
 

@@ -102,12 +102,14 @@ def produce_lines(
     stop: threading.Event | None = None,
     delimiter: str = "\t",
     partitions: int | None = None,
+    hurry: Callable[[], bool] | None = None,
 ) -> LinesResult:
     """Send one record per non-empty line (a trailing newline is not part of the record).
     ``stop`` (set by the CLI's Ctrl-C handler) ends the input: what was read is sent. Give a
     terminal or a pipe through :func:`read_aside`, so that a stop ends the wait for a line.
     A record naming a partition the topic does not have (``partitions``: its count, if known)
-    stops the run like a line that is not a record, exit code 1."""
+    stops the run like a line that is not a record, exit code 1. ``hurry()`` true (a second
+    Ctrl-C) ends the wait for deliveries: what is undelivered then counts as failed."""
     producer = AccountedProducer(conf, profile)
     started = time.monotonic()
     parse: Callable[[str], LineRecord] | None = None
@@ -144,7 +146,7 @@ def produce_lines(
     except KeyboardInterrupt:
         interrupted = True
     interrupted = interrupted or halt.is_set()
-    producer.flush(flush_timeout)
+    producer.flush(flush_timeout, hurry)
     result = replace(producer.result(topic, sent, started), interrupted=interrupted)
     return LinesResult(result, number, stopped, code)
 

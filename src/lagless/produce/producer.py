@@ -28,6 +28,9 @@ PARTITION_ANY = -1  # librdkafka's RD_KAFKA_PARTITION_UA: the partitioner decide
 SERVE_EVERY = 64  # serve delivery callbacks every this many sends (and whenever the queue is full)
 
 
+FLUSH_STEP_S = 0.2  # a flush asks whether to hurry this often
+
+
 @dataclass
 class DeliveryStats:
     """Counts kept by the delivery callback."""
@@ -128,13 +131,25 @@ class AccountedProducer:
             first_error=stats.first_error,
         )
 
-    def flush(self, timeout: float = 60.0) -> int:
-        """Wait for outstanding deliveries; any left after ``timeout`` count as failed."""
-        left: int = self._producer.flush(timeout)
+    def flush(self, timeout: float = 60.0, hurry: Callable[[], bool] | None = None) -> int:
+        """Wait for outstanding deliveries, up to ``timeout`` s or until ``hurry()`` is true
+        (asked every :data:`FLUSH_STEP_S`: a second Ctrl-C, while the broker is gone); any
+        left then count as failed."""
+        deadline = time.monotonic() + timeout
+        hurried = False
+        while True:
+            wait = max(0.0, deadline - time.monotonic())
+            left: int = self._producer.flush(wait if hurry is None else min(wait, FLUSH_STEP_S))
+            if not left or time.monotonic() >= deadline:
+                break
+            if hurry is not None and hurry():
+                hurried = True
+                break
         if left:
             self.stats.failed += left
             if self.stats.first_error is None:
-                self.stats.first_error = f"{left} records undelivered after {timeout:.0f} s"
+                why = "when stopped at once" if hurried else f"after {timeout:.0f} s"
+                self.stats.first_error = f"{left} records undelivered {why}"
         return left
 
 
@@ -164,9 +179,12 @@ def run_load(
     on_progress: ProgressFn | None = None,
     flush_timeout: float = 120.0,
     stop: threading.Event | None = None,
+    hurry: Callable[[], bool] | None = None,
 ) -> ProduceResult:
     """Produce ``count`` records, or ``rate`` records/s for ``duration`` seconds; ``stop``
-    (set by the CLI's Ctrl-C handler) ends it early: what was sent is flushed and counted."""
+    (set by the CLI's Ctrl-C handler) ends it early: what was sent is flushed and counted,
+    unless ``hurry()`` turns true meanwhile (a second Ctrl-C): what is still undelivered then
+    counts as failed."""
     check_load_args(count, rate, duration)
     producer = AccountedProducer(conf, profile)
     total = count if count is not None else int((rate or 0) * (duration or 0))
@@ -191,7 +209,7 @@ def run_load(
                 on_progress(sent)
     except KeyboardInterrupt:  # Ctrl-C: what was sent is flushed and counted
         interrupted = True
-    producer.flush(flush_timeout)
+    producer.flush(flush_timeout, hurry)
     if on_progress is not None:
         on_progress(sent)
     result = producer.result(topic, sent, started)
