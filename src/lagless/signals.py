@@ -51,6 +51,16 @@ def stop_on_signals(
             signal.signal(sig, old)
 
 
+class Terminated(BaseException):
+    """SIGTERM where no stop was set up yet (the CLI while it starts): as KeyboardInterrupt
+    for SIGINT, the command ends with one line and exit 143 (see :mod:`lagless.cli.entry`)."""
+
+
+def raise_terminated(signum: int, frame: FrameType | None) -> None:
+    """A SIGTERM handler: raise :class:`Terminated`."""
+    raise Terminated
+
+
 def ignored(sig: signal.Signals) -> bool:
     """Whether this process ignores ``sig``, as it was started (see the module's docstring):
     left so by every handler lagless sets."""
@@ -62,5 +72,8 @@ def unclaimed_signals() -> list[signal.Signals]:
     SIGINT raising KeyboardInterrupt): those an app inside someone's event loop takes over.
     A handler already set is the loop owner's (``asyncio.run`` cancels its main task on
     SIGINT, which stops the app too), so it is left alone."""
-    defaults = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
-    return [sig for sig in STOP_SIGNALS if signal.getsignal(sig) == defaults[sig]]
+    defaults = {
+        signal.SIGTERM: (signal.SIG_DFL, raise_terminated),  # the latter: lagless's CLI's
+        signal.SIGINT: (signal.default_int_handler,),
+    }
+    return [sig for sig in STOP_SIGNALS if signal.getsignal(sig) in defaults[sig]]

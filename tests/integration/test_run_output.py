@@ -26,8 +26,14 @@ APP = (
 )
 
 
+SIGNALS = [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+
+
+@pytest.mark.parametrize(("sig", "code", "word"), SIGNALS)
 @pytest.mark.parametrize("after", [0.3, 2.5])
-def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path: Path, after: float) -> None:
+def test_ctrl_c_or_sigterm_during_start_up_is_one_line(
+    tmp_path: Path, after: float, sig: signal.Signals, code: int, word: str
+) -> None:
     """Interrupted while importing (0.3 s) or while waiting for an unreachable cluster."""
     (tmp_path / "service.py").write_text(APP)
     proc = subprocess.Popen(
@@ -35,13 +41,16 @@ def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path: Path, after: 
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     time.sleep(after)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert err == "lagless: interrupted\n" and out == ""
+    assert proc.returncode == code, err
+    assert err == f"lagless: {word}\n" and out == ""
 
 
-def test_ctrl_c_while_waiting_for_the_cluster_ends_the_wait_at_once() -> None:
+@pytest.mark.parametrize(("sig", "code", "word"), SIGNALS)
+def test_ctrl_c_or_sigterm_while_waiting_for_the_cluster_ends_the_wait_at_once(
+    sig: signal.Signals, code: int, word: str
+) -> None:
     """The wait for a cluster that does not answer (60 s here) ends at the Ctrl-C, with one
     line: the Ctrl-C is never raised inside librdkafka's call (where it was lost, or honoured
     only once the call had waited its whole timeout)."""
@@ -52,10 +61,10 @@ def test_ctrl_c_while_waiting_for_the_cluster_ends_the_wait_at_once() -> None:
     )  # fmt: skip
     time.sleep(4)  # imports done (a second or two on a loaded machine): in the wait
     sent = time.monotonic()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=90)
-    assert proc.returncode == 130, err
-    assert err == "lagless: interrupted\n" and out == ""
+    assert proc.returncode == code, err
+    assert err == f"lagless: {word}\n" and out == ""
     assert time.monotonic() - sent < 20, "the Ctrl-C waited for the connect timeout"
 
 

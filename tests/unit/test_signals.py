@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from lagless.cli.common import Stop, signals_stop
-from lagless.signals import ignored, stop_on_signals
+from lagless.signals import ignored, raise_terminated, stop_on_signals, unclaimed_signals
 
 
 @pytest.fixture
@@ -55,3 +55,15 @@ def test_a_signal_ignored_from_the_start_stays_ignored() -> None:
         assert signal.getsignal(signal.SIGTERM) is not term
         assert not stop.is_set()
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_the_clis_sigterm_handler_is_no_claim_on_sigterm() -> None:
+    """``lagless run``'s SIGTERM handler (it raises Terminated while a command starts) is a
+    default an App still takes over in an event loop; a loop owner's handler is not."""
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        assert signal.SIGTERM in unclaimed_signals()
+        signal.signal(signal.SIGTERM, lambda *_: None)
+        assert signal.SIGTERM not in unclaimed_signals()
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -35,11 +35,13 @@ from lagless.cli.globals import hoist, librdkafka_properties
 from lagless.config import unknown_variables
 from lagless.engine.loop import UNCLOSED
 from lagless.errors import ConfigError, LaglessError
+from lagless.signals import Terminated
 
 
 class Commands(typer.core.TyperGroup):
-    """The commands: a Ctrl-C that reaches a command's code (its start-up, before it takes
-    the signal over) ends with one line and exit 130; typer alone exits 130 silently."""
+    """The commands: a Ctrl-C or SIGTERM that reaches a command's code (its start-up, before
+    it takes the signal over) ends with one line and exit 130 or 143 (see
+    :mod:`lagless.cli.entry`); typer alone exits 130 silently, and SIGTERM killed silently."""
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -47,6 +49,9 @@ class Commands(typer.core.TyperGroup):
         except KeyboardInterrupt:
             sys.stderr.write("lagless: interrupted\n")
             raise Exit(130) from None
+        except Terminated:
+            sys.stderr.write("lagless: terminated\n")
+            raise Exit(143) from None
 
 
 app = typer.Typer(

@@ -5,7 +5,8 @@ traceback through numpy's import.
 A Ctrl-C during those imports can also be dropped by Python: raised in an import lock's
 weakref callback, it is printed as "Exception ignored" and the import goes on. The
 imports run with a SIGINT handler that notes each Ctrl-C before raising, so a dropped one still
-ends the command."""
+ends the command. SIGTERM the same way (``lagless: terminated``, exit 143), until the command
+sets up a stop of its own (a graceful drain, a flush)."""
 
 from __future__ import annotations
 
@@ -13,29 +14,40 @@ import signal
 import sys
 from types import FrameType
 
+from lagless.signals import Terminated, ignored, raise_terminated
+
 
 def main() -> None:
     caught: list[int] = []
 
-    def ctrl_c(signum: int, frame: FrameType | None) -> None:
+    def stop_signal(signum: int, frame: FrameType | None) -> None:
         caught.append(signum)
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt if signum == signal.SIGINT else Terminated
 
-    ours = signal.getsignal(signal.SIGINT) is signal.default_int_handler  # not ignored
-    if ours:
-        signal.signal(signal.SIGINT, ctrl_c)
+    # SIGINT raises KeyboardInterrupt, SIGTERM Terminated: each ends the command with one line
+    # until the command sets a stop of its own; a signal the process was started ignoring (a
+    # background job of a script ignores SIGINT) stays ignored
+    ours = [s for s in (signal.SIGINT, signal.SIGTERM) if not ignored(s)]
+    for sig in ours:
+        signal.signal(sig, stop_signal)
     try:
         from lagless.cli.app import main as run_app
     except KeyboardInterrupt:
-        interrupted()
+        ended(signal.SIGINT)
+    except Terminated:
+        ended(signal.SIGTERM)
     finally:
-        if ours:
+        if signal.SIGINT in ours:
             signal.signal(signal.SIGINT, signal.default_int_handler)
+        if signal.SIGTERM in ours:
+            signal.signal(signal.SIGTERM, raise_terminated)
     if caught:  # raised where Python dropped it
-        interrupted()
+        ended(caught[0])
     run_app()
 
 
-def interrupted() -> None:
-    sys.stderr.write("lagless: interrupted\n")
-    sys.exit(130)
+def ended(signum: int) -> None:
+    """One line and exit 128 + the signal's number (130 Ctrl-C, 143 SIGTERM)."""
+    what = "terminated" if signum == signal.SIGTERM else "interrupted"
+    sys.stderr.write(f"lagless: {what}\n")
+    sys.exit(128 + signum)
