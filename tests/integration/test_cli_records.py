@@ -167,6 +167,25 @@ def test_tail_follow_waits_for_new_records(
     assert sorted(out.splitlines()) == ["x", "y", "z"]
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_tail_follow_stopped_prints_what_it_printed_and_exits_0(
+    cluster: Cluster, make_topic: Callable[..., str], sig: signal.Signals
+) -> None:
+    topic = make_topic(partitions=1)
+    assert run_cli("produce", topic, "--from", "-", cluster=cluster,
+                   stdin="a\tx\nb\ty\n").returncode == 0  # fmt: skip
+    follower = start_cli(cluster, "tail", topic, "--follow")
+    try:
+        time.sleep(4)  # printed both, waiting for more
+        assert follower.poll() is None
+        follower.send_signal(sig)
+        out, err = follower.communicate(timeout=30)
+    finally:
+        follower.kill()
+    assert follower.returncode == 0, err
+    assert out.splitlines() == ["x", "y"] and err.strip() == f"lagless: 2 records from {topic}"
+
+
 def test_bad_line_stops_with_exit_2_and_keeps_what_came_before(
     cluster: Cluster, make_topic: Callable[..., str]
 ) -> None:

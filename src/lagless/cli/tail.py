@@ -15,6 +15,7 @@ from lagless.kafka.jsonlines import message_json
 from lagless.kafka.records import coordinates, header_pairs, timestamp_ms
 from lagless.kafka.tail import TailSpec, partitions_arg
 from lagless.kafka.tail import tail as read_tail
+from lagless.signals import Terminated
 
 PLACEHOLDERS = ("topic", "partition", "offset", "timestamp", "key", "value", "headers")
 KCAT = {
@@ -146,7 +147,7 @@ def tail(
                 sys.stdout.write(line_format.format_map(fields(msg)))
             printed += 1
         sys.stdout.flush()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated):  # Ctrl-C or SIGTERM: the count, exit 0
         sys.stdout.flush()
     except BrokenPipeError:  # `lagless tail T | head`: the reader left; that is no error
         sys.stderr.close()
