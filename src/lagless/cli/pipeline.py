@@ -14,12 +14,14 @@ import typer
 
 from lagless import extras
 from lagless.cli.common import (
+    Stop,
     err_console,
     interactive,
     kafka_conf,
     note,
     out_console,
     print_json,
+    signals_stop,
 )
 from lagless.errors import ConfigError, LaglessError
 from lagless.observe.metrics import Metrics
@@ -196,55 +198,49 @@ def run(
         if show:
             err_console.print(report.line(), highlight=False)
 
-    stop, stop_now = threading.Event(), threading.Event()
-    # while Spark starts, a signal is a stop for after it has (interrupted there, its JVM would
-    # be left running); a SIGINT the process was started ignoring stays ignored
+    stop, stop_now = Stop(), threading.Event()
     sigint_ignored = ignored(signal.SIGINT)
-    starting = [s for s in (signal.SIGTERM, signal.SIGINT) if not ignored(s)]
-    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in starting}
-    try:
-        with contextlib.ExitStack() as stack:
-            if record is not None:
-                from lagless.observe.timeline import Recorder
+    # while Spark starts, a signal is a stop for after it has (interrupted there, its JVM would
+    # be left running)
+    with signals_stop(stop), contextlib.ExitStack() as stack:
+        if record is not None:
+            from lagless.observe.timeline import Recorder
 
-                settings = {
-                    "run": "lagless pipeline run", "topic": config.topic,
-                    "group": config.group or "-", "trigger": config.trigger,
-                    "max_offsets_per_trigger": config.max_offsets_per_trigger or "-",
-                    "dlq_topic": config.dlq_topic or "-", "master": config.master,
-                }  # fmt: skip
-                stack.enter_context(Recorder(metrics, record, interval=1.0, settings=settings))
-            spark = build_session(
-                config.master,
-                app_name=f"lagless-pipeline-{topic}",
-                conf=config.spark_conf,
-                log_level=spark_log_level(),
-            )
-            if sigint_ignored:  # PySpark sets a SIGINT handler of its own over the ignore
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            settings = {
+                "run": "lagless pipeline run", "topic": config.topic,
+                "group": config.group or "-", "trigger": config.trigger,
+                "max_offsets_per_trigger": config.max_offsets_per_trigger or "-",
+                "dlq_topic": config.dlq_topic or "-", "master": config.master,
+            }  # fmt: skip
+            stack.enter_context(Recorder(metrics, record, interval=1.0, settings=settings))
+        spark = build_session(
+            config.master,
+            app_name=f"lagless-pipeline-{topic}",
+            conf=config.spark_conf,
+            log_level=spark_log_level(),
+        )
+        if sigint_ignored:  # PySpark sets a SIGINT handler of its own over the ignore
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-            def hurry() -> None:
-                if stop_now.is_set():  # a third signal: whatever hangs (a start) is cut
-                    raise KeyboardInterrupt
-                stop_now.set()
+        def hurry() -> None:
+            if stop_now.is_set():  # a third signal: whatever hangs (a start) is cut
+                raise KeyboardInterrupt
+            stop_now.set()
 
-            # after the session (PySpark sets a SIGINT handler of its own), and until it has
-            # stopped: a signal then is ours, not PySpark's (which cancels jobs through py4j)
-            with stop_on_signals(stop.is_set, stop.set, hurry):
-                try:
-                    summary = run_pipeline(
-                        config,
-                        spark=spark,
-                        metrics=metrics,
-                        on_batch=on_batch,
-                        stop=stop,
-                        stop_now=stop_now,
-                    )
-                finally:
-                    spark.stop()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        # after the session (PySpark sets a SIGINT handler of its own), and until it has
+        # stopped: a signal then is ours, not PySpark's (which cancels jobs through py4j)
+        with stop_on_signals(stop.is_set, stop.set, hurry):
+            try:
+                summary = run_pipeline(
+                    config,
+                    spark=spark,
+                    metrics=metrics,
+                    on_batch=on_batch,
+                    stop=stop,
+                    stop_now=stop_now,
+                )
+            finally:
+                spark.stop()
     if json_out:
         print_json(summary.to_json())
     else:
