@@ -61,6 +61,12 @@ def raise_terminated(signum: int, frame: FrameType | None) -> None:
     raise Terminated
 
 
+def ending(signum: int) -> tuple[str, int]:
+    """What a command ended by a stop signal says and exits with: ``interrupted``, 130 for
+    SIGINT (Ctrl-C); ``terminated``, 143 for SIGTERM (128 + the signal's number)."""
+    return ("terminated" if signum == signal.SIGTERM else "interrupted"), 128 + signum
+
+
 def ignored(sig: signal.Signals) -> bool:
     """Whether this process ignores ``sig``, as it was started (see the module's docstring):
     left so by every handler lagless sets."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -35,7 +36,7 @@ from lagless.cli.globals import hoist, librdkafka_properties
 from lagless.config import unknown_variables
 from lagless.engine.loop import UNCLOSED
 from lagless.errors import ConfigError, LaglessError
-from lagless.signals import Terminated
+from lagless.signals import Terminated, ending
 
 
 class Commands(typer.core.TyperGroup):
@@ -46,12 +47,12 @@ class Commands(typer.core.TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:
-            sys.stderr.write("lagless: interrupted\n")
-            raise Exit(130) from None
-        except Terminated:
-            sys.stderr.write("lagless: terminated\n")
-            raise Exit(143) from None
+        except (KeyboardInterrupt, Terminated) as exc:
+            what, code = ending(
+                signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM
+            )
+            sys.stderr.write(f"lagless: {what}\n")
+            raise Exit(code) from None
 
 
 app = typer.Typer(

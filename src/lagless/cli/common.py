@@ -20,7 +20,7 @@ from lagless.config import KafkaSettings, load_settings
 from lagless.connect import resolve
 from lagless.errors import ConfigError
 from lagless.kafka.admin import check_reachable
-from lagless.signals import ignored
+from lagless.signals import ending, ignored
 
 err_console = Console(stderr=True, soft_wrap=True)  # lines are never hard-wrapped
 out_console = Console(soft_wrap=True)  # piped output stays one line per line
@@ -130,12 +130,13 @@ class Stop(threading.Event):
 
     @property
     def reason(self) -> str:
-        return "terminated" if self.signum == signal.SIGTERM else "interrupted"
+        """``interrupted`` (Ctrl-C, or none came: a KeyboardInterrupt) or ``terminated``."""
+        return ending(self.signum or signal.SIGINT)[0]
 
     @property
     def exit_code(self) -> int:
-        """128 + the signal's number: 130 after Ctrl-C, 143 after SIGTERM."""
-        return 128 + (self.signum or signal.SIGINT)
+        """130 after Ctrl-C (or none: a KeyboardInterrupt), 143 after SIGTERM."""
+        return ending(self.signum or signal.SIGINT)[1]
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ import signal
 import sys
 from types import FrameType
 
-from lagless.signals import Terminated, ignored, raise_terminated
+from lagless.signals import Terminated, ending, ignored, raise_terminated
 
 
 def main() -> None:
@@ -47,7 +47,7 @@ def main() -> None:
 
 
 def ended(signum: int) -> None:
-    """One line and exit 128 + the signal's number (130 Ctrl-C, 143 SIGTERM)."""
-    what = "terminated" if signum == signal.SIGTERM else "interrupted"
+    """One line and the exit code of a command ended by ``signum`` (see ``ending``)."""
+    what, code = ending(signum)
     sys.stderr.write(f"lagless: {what}\n")
-    sys.exit(128 + signum)
+    sys.exit(code)
