@@ -57,6 +57,16 @@ def as_in_a_terminal() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
+def ignoring_sigint(*command: str) -> list[str]:
+    """``command`` started with SIGINT ignored, as a non-interactive shell starts a job in the
+    background (``lagless consume ... &`` in a script)."""
+    code = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    return [sys.executable, "-c", code, *command]
+
+
 # The files that take longest, slowest first (from ``--durations``), Spark's apart from each
 # other: ``--dist loadfile`` hands files to workers in collection order, so a slow file
 # collected last would run on alone at the end while the other workers wait.

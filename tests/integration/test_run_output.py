@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 
 from lagless.engine.events import EVENTS_FILE, EventKind
 from lagless.lab.model import read_events
-from tests.conftest import LAGLESS, Cluster, run_cli, unique
+from tests.conftest import LAGLESS, Cluster, ignoring_sigint, run_cli, unique
 from tests.integration.engine_helpers import GROUP_FLAGS
 
 pytestmark = pytest.mark.integration
@@ -68,13 +67,6 @@ def test_ctrl_c_or_sigterm_while_waiting_for_the_cluster_ends_the_wait_at_once(
     assert time.monotonic() - sent < 20, "the Ctrl-C waited for the connect timeout"
 
 
-# SIGINT ignored, then the command: as a non-interactive shell starts a job in the background
-IN_THE_BACKGROUND = (
-    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-    "os.execv(sys.argv[1], sys.argv[1:])"
-)
-
-
 def test_started_ignoring_sigint_a_consumer_keeps_ignoring_it_and_stops_on_sigterm(
     cluster: Cluster, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
@@ -84,7 +76,7 @@ def test_started_ignoring_sigint_a_consumer_keeps_ignoring_it_and_stops_on_sigte
                "--handler", "noop", "--on-failure", "skip", "--record", str(tmp_path),
                *GROUP_FLAGS]  # fmt: skip
     proc = subprocess.Popen(
-        [sys.executable, "-c", IN_THE_BACKGROUND, *command],
+        ignoring_sigint(*command),
         env={**os.environ, "LAGLESS_BOOTSTRAP": cluster.bootstrap},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +21,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from lagless.spark.examples.events import events_config
 from lagless.spark.pipeline import PipelineConfig, PipelineSummary, RawFactory, run_pipeline
 from lagless.spark.pipeline import kafka_stream as pipeline_stream
-from tests.conftest import LAGLESS, Cluster
+from tests.conftest import LAGLESS, Cluster, ignoring_sigint
 from tests.integration.spark_helpers import (
     parquet_ids,
     pipeline_args,
@@ -224,10 +223,8 @@ def test_cli_started_ignoring_sigint_keeps_ignoring_it_and_stops_on_sigterm(
     out, ck = tmp_path / "out", tmp_path / "ck"
     args = pipeline_args(topic, out, ck, "--trigger", "processing-time=1s", "--no-aggregates",
                          "--json")  # fmt: skip
-    ignoring = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); " \
-        "os.execv(sys.argv[1], sys.argv[1:])"  # fmt: skip
     proc = subprocess.Popen(
-        [sys.executable, "-c", ignoring, LAGLESS, *args],
+        ignoring_sigint(LAGLESS, *args),
         env={**os.environ, "LAGLESS_BOOTSTRAP": cluster.bootstrap},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
