@@ -7,7 +7,7 @@ import time
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from lagless.engine.config import EngineConfig
+from lagless.engine.config import EngineConfig, OffsetReset
 from lagless.engine.lifecycle import Lifecycle
 from lagless.engine.partitions.owned import Owned
 from lagless.engine.partitions.state import DLQ
@@ -21,6 +21,20 @@ log = logging.getLogger(__name__)
 
 WATCH_EVERY_S = 0.5
 NEVER_ASSIGNED_WARN_S = 30.0  # say it when nothing was assigned for this long
+
+
+def first_to_read(committed: int | None, marks: tuple[int, int] | None, reset: OffsetReset) -> int:
+    """The offset a consumer's first poll of a partition returns, where librdkafka's position
+    is not known yet (nothing returned since the assignment): the committed offset if it lies in
+    the log, otherwise where ``auto.offset.reset`` puts it; -1 before the watermarks are known.
+    An empty partition, or one read to its end before, keeps no position in librdkafka until a
+    record arrives, yet its consumer is at its end: position lag 0, not no figure."""
+    if not marks or marks[0] < 0 or marks[1] < 0:
+        return -1
+    low, high = marks
+    if committed is not None and low <= committed <= high:
+        return committed
+    return low if reset == "earliest" else high
 
 
 class Watch:
@@ -131,7 +145,12 @@ class Watch:
         now_ms = time.time() * 1000.0
         for state, pos in zip(states, positions, strict=True):
             marks = consumer.get_watermark_offsets(TopicPartition(*state.tp), cached=True)
-            state.metrics.note_position(marks, pos.offset)
+            next_offset = pos.offset
+            if next_offset < 0 and not state.consuming:  # nothing returned since assigned
+                next_offset = first_to_read(
+                    state.tracker.committable, marks, self._config.auto_offset_reset
+                )
+            state.metrics.note_position(marks, next_offset)
             if pos.offset >= 0:
                 state.position = pos.offset  # for status(), read from any thread
             position = state.tracker.committable
