@@ -10,6 +10,7 @@ from that metadata on assignment) are recognised on arrival and skipped.
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Iterable, Sequence
 from enum import Enum
@@ -29,7 +30,7 @@ class Arrival(Enum):
     STALE = "stale"  # at or below an offset already received: a re-delivery, ignore it
 
 
-class TrackerBase:
+class TrackerBase(ABC):
     """What every tracker keeps beside its window: the committable offset once the window is
     empty, the last offset received, the offsets an earlier run completed (skipped on
     arrival) and the offset resets followed."""
@@ -42,12 +43,13 @@ class TrackerBase:
         self.resets = 0  # offset resets followed (see _follow_reset)
 
     @property
+    @abstractmethod
     def committable(self) -> int | None:
-        raise NotImplementedError
+        """The offset to commit: the first unfinished one (None before anything is known)."""
 
+    @abstractmethod
     def _done_above(self) -> Iterable[int]:
         """Offsets finished by this run inside the window (above the committable one)."""
-        raise NotImplementedError
 
     def _arrive(self, offset: int) -> bool:
         """Whether a fetched ``offset`` is new (not a re-delivery), following an offset
@@ -62,8 +64,9 @@ class TrackerBase:
         return True
 
     @property
+    @abstractmethod
     def pending(self) -> int:
-        raise NotImplementedError
+        """Records held from the first unfinished on (unfinished, or done above it)."""
 
     def _all_new(self, first: int, last: int) -> bool:
         """Whether a fetched run of offsets ``first..last`` is wholly new (the common case):
@@ -124,18 +127,18 @@ class TrackerBase:
         if not self.pending and self._next is not None and position > self._next:
             self._next = position
 
+    @abstractmethod
     def complete_records(self, records: Sequence[Record]) -> None:
         """Mark a task's ``records`` (ascending offsets) finished."""
-        raise NotImplementedError
 
+    @abstractmethod
     def first_uncommitted_timestamp_ms(self) -> int | None:
         """Timestamp of the record at the committable offset, if it was fetched (the input
         of :func:`lagless.observe.lagtime.lag_seconds`)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def oldest_unfinished(self) -> tuple[int, float] | None:
         """(offset, time received) of the first unfinished record, None if all are done."""
-        raise NotImplementedError
 
     def completed_above(self) -> list[int]:
         """Finished offsets above the committable one (this run's and an earlier run's)."""
