@@ -84,3 +84,79 @@ def owned(events: Path) -> set[int]:
         elif event.kind in (EventKind.REVOKED, EventKind.LOST):
             mine -= set(event.partitions)
     return mine
+
+
+def gauge(text: str, name: str, topic: str, partition: int) -> float | None:
+    """One series' value in a Prometheus text exposition."""
+    for line in text.splitlines():
+        if (
+            line.startswith(name + "{")
+            and f'topic="{topic}"' in line
+            and f'partition="{partition}"' in line
+        ):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_a_paused_partitions_end_and_lag_follow_what_is_produced_meanwhile(
+    cluster: Cluster, make_topic: Callable[..., str], group: str
+) -> None:
+    # A paused partition is not fetched, so librdkafka's cached end stops: the end offset and
+    # the lags built on it must still follow the records produced while it is paused.
+    topic = make_topic(partitions=1)
+    spec = WorkloadSpec(workload=Workload.JOBS, sleep_ms=(300, 300), seed=1)
+    records = generate(spec)
+    producer = AccountedProducer(cluster.conf)
+    for record in itertools.islice(records, 30):
+        producer.send(topic, record, partition=0)
+    assert producer.flush() == 0
+    port = free_port()
+    command = [
+        LAGLESS, "consume", "--topic", topic, "--group", group, "--handler", "sleep",
+        "--ordering", "partition", "--on-failure", "skip", "--max-pending", "5",
+        "--session-timeout-ms", "6000", "--heartbeat-ms", "1500", "--metrics-port", str(port),
+    ]  # fmt: skip
+    env = {**os.environ, "LAGLESS_BOOTSTRAP": cluster.bootstrap}
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        text = wait_for(port, paused)
+        assert gauge(text, "lagless_end_offset", topic, 0) == 30, text
+        # the first records produced while it is paused may still come with a fetch that was
+        # on its way; after them it is fetched no more
+        for record in itertools.islice(records, 200):
+            producer.send(topic, record, partition=0)
+        assert producer.flush() == 0
+        text = wait_for(port, lambda t: (gauge(t, "lagless_end_offset", topic, 0) or 0) >= 230)
+        time.sleep(1.0)
+        for record in itertools.islice(records, 200):
+            producer.send(topic, record, partition=0)
+        assert producer.flush() == 0
+        text = wait_for(port, lambda t: (gauge(t, "lagless_end_offset", topic, 0) or 0) >= 430)
+        assert paused(text), text  # still paused: not fetched since
+        lag = gauge(text, "lagless_lag_records", topic, 0)
+        position_lag = gauge(text, "lagless_position_lag_records", topic, 0)
+        assert lag is not None and 400 <= lag <= 430, text
+        assert position_lag is not None and position_lag >= 200, text
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
+
+
+def wait_for(port: int, ready: Callable[[str], bool], within: float = 45.0) -> str:
+    """The first scrape of ``port`` for which ``ready`` holds (fails after ``within`` s)."""
+    deadline = time.monotonic() + within
+    text = ""
+    while time.monotonic() < deadline:
+        text = scrape(port) or ""
+        if text and ready(text):
+            return text
+        time.sleep(0.2)
+    raise AssertionError(f"not seen within {within:.0f} s; last scrape:\n{text}")
+
+
+def paused(text: str) -> bool:
+    """Whether the consumer's scrape says one partition is paused now."""
+    return any(
+        line.startswith("lagless_paused_partitions") and line.endswith(" 1.0")
+        for line in text.splitlines()
+    )

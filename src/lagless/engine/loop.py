@@ -47,6 +47,7 @@ from lagless.engine.results.publish import Publisher
 from lagless.engine.status import InstanceStatus, snapshot
 from lagless.engine.summary import LatencyLog, ProgressFn, RunSummary, Timing
 from lagless.engine.tally import Tally
+from lagless.engine.watch.ends import PausedEnds
 from lagless.engine.watch.gauges import Watch
 from lagless.engine.watch.health import Health
 from lagless.engine.watch.idle import consumed_to_end
@@ -106,7 +107,9 @@ class Engine:
         policy = CommitPolicy(config.commit_interval_s, config.commit_every)
         self.tally = tally = Tally(policy)
         self.strategy = strategy = strategy_for(config)
-        self.watch = Watch(config, metrics, owned, tally, lifecycle, publisher, on_progress)
+        self.watch = Watch(
+            config, metrics, owned, tally, lifecycle, publisher, on_progress, PausedEnds(conf)
+        )
         self.intake = Intake(config, metrics, owned, strategy, tally, lifecycle, self.watch.soon)
         self.offsets = OffsetLedger(config, metrics, policy, owned, tally, lifecycle, ledger)
         self.completions = Completions(
@@ -325,6 +328,7 @@ class Engine:
         if self._records is not None:
             self._records.flush()
         self.publisher.flush()
+        self.watch.close(0.0 if lifecycle.hurry else 1.0)
         if self._consumer is not None:
             self._close_consumer(self._consumer)
         self.metrics.in_flight.set(0)

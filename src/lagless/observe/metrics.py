@@ -13,8 +13,8 @@ docs/observability.md documents every metric, the timeline, ``lagless lag`` and 
 | lagless_in_flight | gauge | | records dispatched and not finished |
 | lagless_lag_records | gauge | topic, partition | high watermark - first unfinished offset (engine) / - processed end (pipeline) |
 | lagless_lag_seconds | gauge | topic, partition | now - timestamp of the first record not committed yet; 0 when caught up (lagless.observe.lagtime.lag_seconds) |
-| lagless_position_lag_records | gauge | topic, partition | log end (cached high watermark) - the consumer's position (the offset the next poll returns), as Kafka's records-lag; set at every poll that returned records of the partition and twice a second (before its first record: from the committed offset, or where `auto.offset.reset` starts, so an empty or caught-up partition shows 0); absent while the partition is not this consumer's |
-| lagless_end_offset | gauge | topic, partition | the partition's end offset (high watermark) as the consumer last saw it: its rise is the input rate |
+| lagless_position_lag_records | gauge | topic, partition | log end (cached high watermark) - the consumer's position (the offset the next poll returns), as Kafka's records-lag; set at every poll that returned records of the partition and twice a second (before its first record: from the committed offset, or where `auto.offset.reset` starts, so an empty or caught-up partition shows 0) |
+| lagless_end_offset | gauge | topic, partition | the partition's end offset (high watermark) as the consumer last saw it (from its fetches; while the partition is paused, asked of the cluster about once a second): its rise is the input rate |
 | lagless_paused_partitions | gauge | | partitions paused by backpressure now |
 | lagless_pause_events_total | counter | topic, partition | times a partition was paused |
 | lagless_rebalances_total | counter | kind | rebalance callbacks: assign, revoke, lost |
@@ -27,6 +27,10 @@ docs/observability.md documents every metric, the timeline, ``lagless lag`` and 
 | lagless_oldest_unfinished_age_seconds | gauge | topic, partition | age of the oldest unfinished record |
 | lagless_batches_total | counter | | Spark micro-batches completed |
 | lagless_batch_seconds | gauge | | duration of the last Spark micro-batch |
+
+The engine's per-partition gauges (lag, lag seconds, position lag, end offset, oldest unfinished
+age) exist only for the partitions the consumer owns, from their first known value: a partition
+that leaves it takes its series with it (not a 0, which would say "caught up").
 
 Every exposed sample also carries a ``group`` label (the consumer group of the run) when the
 :class:`Metrics` was made with one, so several engines scraped into one Prometheus stay apart.

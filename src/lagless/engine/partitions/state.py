@@ -6,6 +6,8 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from prometheus_client import Gauge
+
 from lagless.engine.intake.backpressure import Backlog
 from lagless.engine.offsets.tracker import TrackerBase
 from lagless.observe.metrics import Metrics
@@ -15,6 +17,29 @@ PartitionKey = tuple[str, int]
 OK = "ok"
 DLQ = "dlq"
 SKIPPED = "skipped"
+
+
+class PartitionGauge:
+    """One partition's child of a gauge, made at its first value and removed when the
+    partition leaves this consumer: absent while unknown or not ours, never a made-up 0."""
+
+    __slots__ = ("_child", "_gauge", "_labels")
+
+    def __init__(self, gauge: Gauge, labels: tuple[str, str]) -> None:
+        self._gauge, self._labels = gauge, labels
+        self._child: Any = None
+
+    def set(self, value: float) -> None:
+        child = self._child
+        if child is None:
+            child = self._child = self._gauge.labels(*self._labels)
+        child.set(value)
+
+    def remove(self) -> None:
+        if self._child is not None:
+            self._child = None
+            with contextlib.suppress(KeyError):
+                self._gauge.remove(*self._labels)
 
 
 class PartitionMetrics:
@@ -27,25 +52,27 @@ class PartitionMetrics:
             for outcome in (OK, DLQ, SKIPPED)
         }
         self.pauses = metrics.pause_events.labels(*labels)
-        self.lag_records = metrics.lag_records.labels(*labels)
-        self.lag_seconds = metrics.lag_seconds.labels(*labels)
-        self.oldest_age = metrics.oldest_unfinished_age.labels(*labels)
-        self._position_lag, self._labels = metrics.position_lag_records, labels
+        self.lag_records = PartitionGauge(metrics.lag_records, labels)
+        self.lag_seconds = PartitionGauge(metrics.lag_seconds, labels)
+        self.oldest_age = PartitionGauge(metrics.oldest_unfinished_age, labels)
+        self.end_offset = PartitionGauge(metrics.end_offset, labels)
+        self.position_lag = PartitionGauge(metrics.position_lag_records, labels)
         self.e2e: Any = metrics.e2e_latency.labels(topic)
         self.processing: Any = metrics.processing_time.labels(topic)
 
     def clear_gauges(self) -> None:
-        """The partition left this consumer: its gauges no longer apply."""
-        for gauge in (self.lag_records, self.lag_seconds, self.oldest_age):
-            gauge.set(0)
-        with contextlib.suppress(KeyError):  # not ours: no position lag (not a zero)
-            self._position_lag.remove(*self._labels)
+        """The partition left this consumer: its gauges no longer apply (removed, not 0)."""
+        for gauge in (
+            self.lag_records, self.lag_seconds, self.oldest_age, self.end_offset,
+            self.position_lag,
+        ):  # fmt: skip
+            gauge.remove()
 
     def note_position(self, marks: tuple[int, int] | None, position: int) -> None:
         """Position lag = log end (the cached high watermark ``marks[1]``) - ``position`` (the
         offset the next poll returns), as Kafka's records-lag."""
         if marks and marks[1] >= 0 and position >= 0:
-            self._position_lag.labels(*self._labels).set(max(0, marks[1] - position))
+            self.position_lag.set(max(0, marks[1] - position))
 
 
 @dataclass

@@ -10,10 +10,11 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from lagless.engine.config import EngineConfig, OffsetReset
 from lagless.engine.lifecycle import Lifecycle
 from lagless.engine.partitions.owned import Owned
-from lagless.engine.partitions.state import DLQ
+from lagless.engine.partitions.state import DLQ, PartitionState
 from lagless.engine.results.publish import Publisher
 from lagless.engine.summary import Progress, ProgressFn
 from lagless.engine.tally import Tally
+from lagless.engine.watch.ends import PausedEnds
 from lagless.observe.lagtime import lag_seconds
 from lagless.observe.metrics import Metrics
 
@@ -49,8 +50,10 @@ class Watch:
         lifecycle: Lifecycle,
         publisher: Publisher,
         on_progress: ProgressFn | None,
+        ends: PausedEnds,
     ) -> None:
         self._config = config
+        self._ends = ends  # paused partitions' log ends: their cached ones stop
         self._metrics = metrics
         self._owned = owned
         self._tally = tally
@@ -60,6 +63,10 @@ class Watch:
         self.consumer: Consumer | None = None  # set when the run starts
         self._next = time.monotonic()
         self._never_assigned_warned = False
+
+    def close(self, wait: float) -> None:
+        """Stop the background questions (see :class:`PausedEnds`)."""
+        self._ends.close(wait)
 
     def soon(self) -> None:
         """Look at the next turn (not in up to half a second)."""
@@ -96,6 +103,7 @@ class Watch:
         self._warn_if_never_assigned(now)
         tally = self._tally
         self._metrics.in_flight.set(tally.in_flight)
+        self._ends.want(frozenset(self._owned.paused))
         lag = self._update_lag()
         stall_s = self._config.stall_seconds
         for state in self._owned.states.values():
@@ -144,7 +152,7 @@ class Watch:
         total = 0
         now_ms = time.time() * 1000.0
         for state, pos in zip(states, positions, strict=True):
-            marks = consumer.get_watermark_offsets(TopicPartition(*state.tp), cached=True)
+            marks = self._log_marks(consumer, state)
             next_offset = pos.offset
             if next_offset < 0 and not state.consuming:  # nothing returned since assigned
                 next_offset = first_to_read(
@@ -156,14 +164,28 @@ class Watch:
             position = state.tracker.committable
             if position is None and pos.offset >= 0:
                 position = pos.offset
-            if not marks or marks[1] < 0 or position is None:
+            if not marks or marks[1] < 0:
+                continue
+            state.metrics.end_offset.set(marks[1])
+            if position is None:
                 continue
             lag = max(0, marks[1] - position)
             total += lag
             state.metrics.lag_records.set(lag)
-            self._metrics.end_offset.labels(state.tp[0], str(state.tp[1])).set(marks[1])
             head_ts = state.tracker.first_uncommitted_timestamp_ms()
             seconds = lag_seconds(int(now_ms), head_ts, lag)
             if seconds is not None:  # None: the next record is not fetched yet; keep the last
                 state.metrics.lag_seconds.set(seconds)
         return total
+
+    def _log_marks(self, consumer: Consumer, state: PartitionState) -> tuple[int, int] | None:
+        """(low, high) watermarks of a partition as librdkafka caches them from fetches; for a
+        paused one (not fetched) the high one is the cluster's latest answer if higher."""
+        marks: tuple[int, int] | None = consumer.get_watermark_offsets(
+            TopicPartition(*state.tp), cached=True
+        )
+        if state.backlog.paused:
+            asked = self._ends.end(state.tp)
+            if asked is not None and marks and asked > marks[1]:
+                return marks[0], asked
+        return marks
