@@ -58,6 +58,7 @@ from lagless.engine.workers.protocol import Workers
 from lagless.engine.workers.retry import RetryPolicy
 from lagless.engine.workers.threads import ThreadWorkers
 from lagless.kafka.clients import make_consumer
+from lagless.kafka.offsets import LatestStarts
 from lagless.observe.metrics import Metrics
 
 __all__ = ["Engine", "ProgressFn"]
@@ -122,6 +123,7 @@ class Engine:
         self.rebalance = Rebalance(
             config, metrics, owned, strategy, self.offsets, self.intake, self.completions,
             self.launcher, self.settling, tally, lifecycle,
+            LatestStarts(conf) if config.auto_offset_reset == "latest" else None,
         )  # fmt: skip
 
     @property

@@ -9,7 +9,8 @@ request). Kinds known:
 - ``KAFKA``: Apache Kafka, and any cluster not recognised below (taken at its word);
 - ``TANSU``: the embedded Tansu 0.6 (cluster id ``tansu_cluster``): ``ListOffsets(LATEST)``
   answers the base offset of the last batch + 1 (short by that batch: ends are read from
-  fetch responses instead, :mod:`lagless.kafka.offsets`); ``ListOffsets`` by timestamp answers
+  fetch responses instead, and partitions a group starts at ``latest`` are started at the true
+  end, :mod:`lagless.kafka.offsets`); ``ListOffsets`` by timestamp answers
   with its write time at batch granularity and 0 past the last write (offsets by time are
   searched in the records instead, :mod:`lagless.kafka.seek`); no ``CreatePartitions``; a
   consumer fetching a topic while it is deleted crashes librdkafka (segmentation fault): a

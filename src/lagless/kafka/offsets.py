@@ -216,3 +216,25 @@ def topic_ranges(
     """One-shot form of :meth:`OffsetProbe.ranges`."""
     with OffsetProbe(conf) as probe:
         return probe.ranges(topic, timeout)
+
+
+class LatestStarts:
+    """Where partitions without a committed offset start under ``auto.offset.reset=latest``,
+    where librdkafka's own reset would start them wrong: it asks ``ListOffsets(LATEST)``, which
+    a cluster whose answer is short (:attr:`Deviations.list_offsets_end` false: the embedded
+    Tansu) answers inside the last batch, so records written before the consumer came would be
+    read. There, :meth:`__call__` gives each partition's true end (from fetches); elsewhere
+    nothing, and librdkafka resets as Kafka does. The cluster is asked what it is once."""
+
+    def __init__(self, conf: Mapping[str, Any]) -> None:
+        self._conf = dict(conf)
+        self._needed: bool | None = None
+
+    def __call__(
+        self, partitions: list[PartitionKey], timeout: float = 10.0
+    ) -> dict[PartitionKey, int]:
+        if not partitions or self._needed is False:
+            return {}
+        with OffsetProbe(self._conf) as probe:
+            self._needed = not probe.deviations.list_offsets_end
+            return probe.end_offsets(partitions, timeout) if self._needed else {}

@@ -22,8 +22,9 @@ def done_above(offset: int, metadata: str | None) -> frozenset[int]:
     return decoded[1] if decoded is not None and decoded[0] == offset else frozenset()
 
 
-def read_committed(consumer: Consumer, partitions: list[TopicPartition]) -> Committed:
-    """Committed offsets and the offset maps stored with them."""
+def read_committed(consumer: Consumer, partitions: list[TopicPartition]) -> Committed | None:
+    """Committed offsets and the offset maps stored with them (a partition without a commit
+    is not in it); None when they could not be read."""
     if not partitions:
         return {}
     try:
@@ -37,7 +38,7 @@ def read_committed(consumer: Consumer, partitions: list[TopicPartition]) -> Comm
             COMMITTED_TIMEOUT_S,
             exc.args[0],
         )
-        return {}
+        return None
     out: Committed = {}
     for tp in back:
         if tp.error is not None or tp.offset < 0:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -49,8 +50,10 @@ class Rebalance:
         settling: Settling,
         tally: Tally,
         lifecycle: Lifecycle,
+        latest_starts: Callable[[list[PartitionKey]], dict[PartitionKey, int]] | None = None,
     ) -> None:
         self._config = config
+        self._latest_starts = latest_starts  # with auto.offset.reset=latest (kafka.offsets)
         self._metrics = metrics
         self._owned = owned
         self._strategy = strategy
@@ -73,7 +76,8 @@ class Rebalance:
         self._tally.rebalances += 1
         self._metrics.rebalances.labels("assign").inc()
         fresh = [tp for tp in partitions if (tp.topic, tp.partition) not in states]
-        committed = read_committed(consumer, fresh)
+        known = read_committed(consumer, fresh)
+        committed = {} if known is None else known
         keys = [(tp.topic, tp.partition) for tp in fresh]
         owed = self._offsets.commit_carried(consumer, keys, committed)
         for tp in fresh:
@@ -90,8 +94,11 @@ class Rebalance:
             if base is not None and key not in owed:  # committed: owed nothing until records finish
                 state.last_commit = state.acked = (base, state.tracker.offset_map())
             self._strategy.dispatcher.open(key)
-        if owed:
-            self._start_at(consumer, partitions, {k: committed[k][0] for k in owed})
+        starts = {k: committed[k][0] for k in owed}
+        if self._latest_starts is not None and known is not None:  # never on a failed read
+            starts |= self._latest_starts([k for k in keys if k not in committed])
+        if starts:
+            self._start_at(consumer, partitions, starts)
         if fresh:
             log.info("assigned %s", ", ".join(f"{tp.topic}[{tp.partition}]" for tp in fresh))
         self._metrics.partitions_assigned.inc(len(fresh))
@@ -105,8 +112,9 @@ class Rebalance:
         self, consumer: Consumer, partitions: list[TopicPartition], starts: dict[PartitionKey, int]
     ) -> None:
         """Assign ``partitions`` from the callback itself (librdkafka then does not, on every
-        group protocol): those in ``starts`` at that offset, whose carried commit was refused
-        again (the group holds a lower offset), the others as given (where committed)."""
+        group protocol): those in ``starts`` at that offset (a carried commit refused again, so
+        the group holds a lower offset; or the true end for ``auto.offset.reset=latest`` where
+        the cluster's answer is short), the others as given (where committed)."""
         offsets = [
             TopicPartition(tp.topic, tp.partition, starts.get((tp.topic, tp.partition), tp.offset))
             for tp in partitions
