@@ -52,6 +52,10 @@ def test_mock_broker_cycle_and_a_48_partition_topic(tmp_path: Path) -> None:
         assert "wide" not in meta.topics
         state = json.loads(mock_cli(tmp_path, "broker", "status", "--kind", "mock", "--json")[1])
         assert state["running"] is True and state["bootstrap"] == bootstrap
+        for command in ("status", "stop"):  # without --kind: the embedded broker's, pointing here
+            rc, out, err = mock_cli(tmp_path, "broker", command)
+            assert rc == 0 and "not running" in out, (out, err)
+            assert f"mock cluster runs at {bootstrap}: add --kind mock" in out, out
     finally:
         rc, out, err = mock_cli(tmp_path, "broker", "stop", "--kind", "mock")
     assert rc == 0 and "stopped" in out

@@ -30,6 +30,14 @@ def _mock(ctx: typer.Context, kind: str) -> MockBroker | None:
     return MockBroker(options(ctx).state_dir) if kind == "mock" else None
 
 
+def _mock_hint(ctx: typer.Context) -> str:
+    """Where the embedded broker is not running but a mock cluster is: how to reach it."""
+    held = MockBroker(options(ctx).state_dir).status()
+    if held is None:
+        return ""
+    return f" (librdkafka's mock cluster runs at {held.bootstrap}: add --kind mock)"
+
+
 JsonFlag = Annotated[bool, typer.Option("--json", help="one JSON object")]
 
 
@@ -128,7 +136,7 @@ def stop(
             doc["removed"] = [str(path) for path in removed]
         print_json(doc)
         return
-    out_console.print("broker stopped" if state else "broker was not running")
+    out_console.print("broker stopped" if state else f"broker was not running{_mock_hint(ctx)}")
     if removed is not None:
         out_console.print(f"removed {len(removed)} files from {broker.state_dir}")
 
@@ -155,6 +163,6 @@ def status(
     if as_json:
         print_json(_tansu_json(state))
     elif state is None:
-        out_console.print("broker is not running")
+        out_console.print(f"broker is not running{_mock_hint(ctx)}")
     else:
         print(state.bootstrap)
