@@ -51,6 +51,7 @@ def test_position_lag_gauge_per_owned_partition(
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen: list[dict[int, int]] = []
     mine: set[int] = set()  # what it owned at the last sample
+    last = ""
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None:
@@ -59,6 +60,7 @@ def test_position_lag_gauge_per_owned_partition(
                 found = parse_position_lag(text, topic)
                 if found:
                     seen.append(found)
+                    last = text
                     mine = owned(tmp_path / EVENTS_FILE)
                 if mine and set(found) == mine and not any(found.values()) and len(seen) > 3:
                     break  # every partition it owns read to its end
@@ -72,6 +74,8 @@ def test_position_lag_gauge_per_owned_partition(
     assert mine and mine <= {0, 1, 2}, why
     assert set(seen[-1]) == mine, why  # one series per owned partition, none for the others
     assert not any(seen[-1].values()), why  # read to the end: the position is the log end
+    if 2 in mine:  # the empty partition's lag too: nothing to do there, not unknown
+        assert gauge(last, "lagless_lag_records", topic, 2) == 0, last
     assert all(0 <= lag <= RECORDS for sample in seen for lag in sample.values())
 
 

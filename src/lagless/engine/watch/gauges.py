@@ -139,7 +139,8 @@ class Watch:
     def _update_lag(self) -> int:
         """Per-partition lag and the total: cached high watermark minus the first unfinished
         offset (what a commit now would store, so the same lag ``lagless lag`` and Kafka's own
-        tools show), or minus the fetch position before anything was received."""
+        tools show), or minus the fetch position before anything was received (where the
+        first poll starts, :func:`first_to_read`, before that)."""
         consumer = self.consumer
         assert consumer is not None
         if not self._owned.states:
@@ -162,8 +163,8 @@ class Watch:
             if pos.offset >= 0:
                 state.position = pos.offset  # for status(), read from any thread
             position = state.tracker.committable
-            if position is None and pos.offset >= 0:
-                position = pos.offset
+            if position is None and next_offset >= 0:  # nothing fetched: where it starts
+                position = next_offset
             if not marks or marks[1] < 0:
                 continue
             state.metrics.end_offset.set(marks[1])
