@@ -231,8 +231,10 @@ class LatestStarts:
         self._needed: bool | None = None
 
     def __call__(
-        self, partitions: list[PartitionKey], timeout: float = 10.0
+        self, partitions: list[PartitionKey], timeout: float = 5.0
     ) -> dict[PartitionKey, int]:
+        """The true ends of ``partitions`` where they must be given, else {} (ClusterError
+        when the cluster does not answer within ``timeout`` s: this runs in a rebalance)."""
         if not partitions or self._needed is False:
             return {}
         with OffsetProbe(self._conf) as probe:

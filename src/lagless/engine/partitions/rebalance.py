@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from lagless.engine.config import EngineConfig
 from lagless.engine.dispatch.launcher import Launcher
@@ -29,6 +29,7 @@ from lagless.engine.partitions.state import PartitionKey, PartitionMetrics, Part
 from lagless.engine.results.completions import Completions
 from lagless.engine.tally import Tally
 from lagless.engine.watch.settle import Settling
+from lagless.errors import ClusterError
 from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class Rebalance:
             self._strategy.dispatcher.open(key)
         starts = {k: committed[k][0] for k in owed}
         if self._latest_starts is not None and known is not None:  # never on a failed read
-            starts |= self._latest_starts([k for k in keys if k not in committed])
+            starts |= self._true_ends([k for k in keys if k not in committed])
         if starts:
             self._start_at(consumer, partitions, starts)
         if fresh:
@@ -107,6 +108,21 @@ class Rebalance:
         self._offsets.assignment_changed(owed.values())
         if fresh:
             self._lifecycle.owned_changed(len(states))
+
+    def _true_ends(self, keys: list[PartitionKey]) -> dict[PartitionKey, int]:
+        """Where ``keys`` (no commit) start under ``auto.offset.reset=latest``, if the cluster
+        needs telling (:class:`lagless.kafka.offsets.LatestStarts`); where their ends cannot be
+        read, librdkafka's own reset, said once per assignment."""
+        assert self._latest_starts is not None
+        try:
+            return self._latest_starts(keys)
+        except (ClusterError, KafkaException) as exc:
+            log.warning(
+                "cannot read the end offsets of %s (%s): they start where the cluster's "
+                "ListOffsets says, which on this cluster may be inside the last batch written",
+                ", ".join(f"{t}[{p}]" for t, p in keys), exc,
+            )  # fmt: skip
+            return {}
 
     def _start_at(
         self, consumer: Consumer, partitions: list[TopicPartition], starts: dict[PartitionKey, int]

@@ -181,12 +181,12 @@ class Watch:
 
     def _log_marks(self, consumer: Consumer, state: PartitionState) -> tuple[int, int] | None:
         """(low, high) watermarks of a partition as librdkafka caches them from fetches; for a
-        paused one (not fetched) the high one is the cluster's latest answer if higher."""
+        paused one (not fetched), or one resumed a moment ago (not fetched yet), the high one
+        is the cluster's latest answer where that is higher."""
         marks: tuple[int, int] | None = consumer.get_watermark_offsets(
             TopicPartition(*state.tp), cached=True
         )
-        if state.backlog.paused:
-            asked = self._ends.end(state.tp)
-            if asked is not None and marks and asked > marks[1]:
-                return marks[0], asked
+        asked = self._ends.end(state.tp)
+        if asked is not None and marks and asked > marks[1]:
+            return marks[0], asked
         return marks
