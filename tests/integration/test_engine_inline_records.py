@@ -14,6 +14,7 @@ import pytest
 
 from lagless.engine import Record, run_engine
 from lagless.engine.loop import Engine
+from lagless.engine.summary import RunSummary
 from tests.conftest import Cluster
 from tests.integration.engine_helpers import (
     Ledger,
@@ -104,28 +105,16 @@ def test_the_fast_path_keeps_retries_dlq_and_count(
     dlq = make_topic(partitions=1)
     ids = produce_jobs(cluster.conf, topic, 2000, sleep_ms=(0, 0))
     poison = set(ids[500:2000:250])
-    attempts: dict[str, int] = {}
-    ledger = Ledger()
-    lock = threading.Lock()
-    poll_thread = threading.get_ident()
-    on_poll_thread = [0]
-
-    def handle(record: Record) -> None:
-        started = time.monotonic()
-        rid = record_id(record)
-        if threading.get_ident() == poll_thread:
-            on_poll_thread[0] += 1
-        if rid in poison:
-            with lock:
-                attempts[rid] = attempts.get(rid, 0) + 1
-            raise ValueError(f"poison {rid}")
-        ledger.add(record, started)
-
-    config = engine_config(
-        topic, group, ordering="key", dlq_topic=dlq, retries=2, retry_backoff_s=0.01
-    )
-    summary = run_engine(cluster.conf, config, handle)
-    assert on_poll_thread[0] > 0, "the fast handler ran on the poll thread"
+    # "fast" is measured (wall time and the thread's CPU share of it): on a machine loaded by
+    # other work a run may measure it slow throughout and never call it here; such a run
+    # proves nothing of the fast path, so a fresh group reads the topic again (up to 3 runs)
+    for attempt in range(3):
+        summary, attempts, ledger, here = run_with_poison(
+            cluster, topic, f"{group}-{attempt}", dlq, poison
+        )
+        if here:
+            break
+    assert here > 0, "the fast handler ran on the poll thread"
     assert_exactly_once(ledger.ids, [i for i in ids if i not in poison])
     assert attempts == dict.fromkeys(poison, 3), "1 attempt + 2 retries each, no more"
     assert summary.dlq == len(poison) and summary.ok == len(ids) - len(poison)
@@ -140,3 +129,31 @@ def test_the_fast_path_keeps_retries_dlq_and_count(
     assert summary.processed == 1234
     assert len(counted.executions) == 1234, "exactly --count records ran, none beyond"
     assert max(counted.ids.values()) == 1, "none twice"
+
+
+def run_with_poison(
+    cluster: Cluster, topic: str, group: str, dlq: str, poison: set[str]
+) -> tuple[RunSummary, dict[str, int], Ledger, int]:
+    """One run of a fast handler that fails on ``poison``: its summary, the attempts of each
+    poison record, the ledger of the others, and how many calls ran on the poll thread."""
+    attempts: dict[str, int] = {}
+    ledger = Ledger()
+    lock = threading.Lock()
+    poll_thread = threading.get_ident()
+    here = [0]
+
+    def handle(record: Record) -> None:
+        started = time.monotonic()
+        rid = record_id(record)
+        if threading.get_ident() == poll_thread:
+            here[0] += 1
+        if rid in poison:
+            with lock:
+                attempts[rid] = attempts.get(rid, 0) + 1
+            raise ValueError(f"poison {rid}")
+        ledger.add(record, started)
+
+    config = engine_config(
+        topic, group, ordering="key", dlq_topic=dlq, retries=2, retry_backoff_s=0.01
+    )
+    return run_engine(cluster.conf, config, handle), attempts, ledger, here[0]
