@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from lagless.broker.embedded import free_port
 from lagless.engine.events import EVENTS_FILE, EventKind
@@ -90,15 +91,17 @@ def owned(events: Path) -> set[int]:
     return mine
 
 
-def gauge(text: str, name: str, topic: str, partition: int) -> float | None:
-    """One series' value in a Prometheus text exposition."""
-    for line in text.splitlines():
-        if (
-            line.startswith(name + "{")
-            and f'topic="{topic}"' in line
-            and f'partition="{partition}"' in line
-        ):
-            return float(line.rsplit(" ", 1)[1])
+def gauge(
+    text: str, name: str, topic: str | None = None, partition: int | None = None
+) -> float | None:
+    """The value of the first series ``name`` of ``topic`` and ``partition`` (where given) in a
+    Prometheus text exposition."""
+    want = {"topic": topic, "partition": None if partition is None else str(partition)}
+    want = {key: value for key, value in want.items() if value is not None}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and want.items() <= sample.labels.items():
+                return float(sample.value)
     return None
 
 
@@ -160,7 +163,4 @@ def wait_for(port: int, ready: Callable[[str], bool], within: float = 45.0) -> s
 
 def paused(text: str) -> bool:
     """Whether the consumer's scrape says one partition is paused now."""
-    return any(
-        line.startswith("lagless_paused_partitions") and line.endswith(" 1.0")
-        for line in text.splitlines()
-    )
+    return gauge(text, "lagless_paused_partitions") == 1.0

@@ -3,8 +3,6 @@ first value, removed (not zeroed) when the partition leaves the consumer."""
 
 from __future__ import annotations
 
-from prometheus_client import generate_latest
-
 from lagless.engine.partitions.state import PartitionMetrics
 from lagless.observe.metrics import Metrics
 
@@ -16,11 +14,11 @@ GAUGES = (
 
 def series(metrics: Metrics, partition: str) -> set[str]:
     """The per-partition gauges ``metrics`` exposes for ``partition`` of topic t."""
-    text = generate_latest(metrics.registry).decode()
     return {
-        line.split("{", 1)[0]
-        for line in text.splitlines()
-        if line.startswith(GAUGES) and f'partition="{partition}"' in line
+        sample.name
+        for family in metrics.registry.collect()
+        for sample in family.samples
+        if sample.name in GAUGES and sample.labels.get("partition") == partition
     }
 
 
@@ -34,10 +32,8 @@ def test_no_series_before_a_value_then_one_each() -> None:
     part.end_offset.set(50)
     part.note_position((0, 50), 45)
     assert series(metrics, "0") == set(GAUGES)
-    text = generate_latest(metrics.registry).decode()
-    assert [ln.rsplit(" ", 1)[1] for ln in text.splitlines() if ln.startswith(GAUGES[-1])] == [
-        "5.0"
-    ]  # 50 - 45
+    labels = {"topic": "t", "partition": "0"}
+    assert metrics.registry.get_sample_value(GAUGES[-1], labels) == 5.0  # 50 - 45
 
 
 def test_a_partition_that_leaves_takes_its_series_with_it_and_may_come_back() -> None:
