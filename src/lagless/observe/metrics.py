@@ -13,7 +13,7 @@ docs/observability.md documents every metric, the timeline, ``lagless lag`` and 
 | lagless_in_flight | gauge | | records dispatched and not finished |
 | lagless_lag_records | gauge | topic, partition | high watermark - first unfinished offset (engine) / - processed end (pipeline) |
 | lagless_lag_seconds | gauge | topic, partition | now - timestamp of the first record not committed yet; 0 when caught up (lagless.observe.lagtime.lag_seconds) |
-| lagless_position_lag_records | gauge | topic, partition | log end (cached high watermark) - the consumer's position (the offset the next poll returns), as Kafka's records-lag; set at every poll that returned records of the partition and twice a second (before its first record: from the committed offset, or where `auto.offset.reset` starts, so an empty or caught-up partition shows 0) |
+| lagless_position_lag_records | gauge | topic, partition | log end (the high watermark as for lagless_end_offset) - the consumer's position (the offset the next poll returns), as Kafka's records-lag; set at every poll that returned records of the partition and twice a second (before its first record: from the committed offset, or where `auto.offset.reset` starts, so an empty or caught-up partition shows 0) |
 | lagless_end_offset | gauge | topic, partition | the partition's end offset (high watermark) as the consumer last saw it (from its fetches; while the partition is paused, asked of the cluster about once a second): its rise is the input rate |
 | lagless_paused_partitions | gauge | | partitions paused by backpressure now |
 | lagless_pause_events_total | counter | topic, partition | times a partition was paused |

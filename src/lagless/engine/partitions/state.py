@@ -69,8 +69,9 @@ class PartitionMetrics:
             gauge.remove()
 
     def note_position(self, marks: tuple[int, int] | None, position: int) -> None:
-        """Position lag = log end (the cached high watermark ``marks[1]``) - ``position`` (the
-        offset the next poll returns), as Kafka's records-lag."""
+        """Position lag = log end (the high watermark ``marks[1]``: librdkafka's cached one, or
+        the end asked of the cluster for a paused partition) - ``position`` (the offset the next
+        poll returns), as Kafka's records-lag."""
         if marks and marks[1] >= 0 and position >= 0:
             self.position_lag.set(max(0, marks[1] - position))
 
