@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint bench clean java tools
 
-$(STAMP): pyproject.toml constraints.txt setup.py scripts/compile_pyspark_zip.py $(wildcard src/lagless/spark/connector/_*.[ch])
+$(STAMP): pyproject.toml constraints.txt setup.py scripts/compile_pyspark_zip.py $(wildcard src/lagless/spark/connector/_*.[ch] src/lagless/kafka/_*.[ch])
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "lagless needs Python 3.11 or newer")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

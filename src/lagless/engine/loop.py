@@ -31,6 +31,7 @@ from lagless.engine.dispatch.launcher import DispatchParts, Launcher
 from lagless.engine.dispatch.strategy import PerRecord, strategy_for
 from lagless.engine.events import EventKind, EventLog
 from lagless.engine.handlers import BatchHandler, Handler
+from lagless.engine.intake.client import engine_consumer
 from lagless.engine.intake.poll import Intake
 from lagless.engine.intake.topics import check_topics_exist
 from lagless.engine.lifecycle import Lifecycle
@@ -57,7 +58,6 @@ from lagless.engine.workers.inbox import new_inbox
 from lagless.engine.workers.protocol import Workers
 from lagless.engine.workers.retry import RetryPolicy
 from lagless.engine.workers.threads import ThreadWorkers
-from lagless.kafka.clients import make_consumer
 from lagless.kafka.offsets import LatestStarts
 from lagless.observe.metrics import Metrics
 
@@ -168,7 +168,7 @@ class Engine:
             )
             if config.until_idle_s is not None:  # the join state, from librdkafka's statistics
                 consumer_conf = self.settling.conf(consumer_conf, config.until_idle_s)
-            self._consumer = consumer = make_consumer(consumer_conf)
+            self._consumer = consumer = engine_consumer(consumer_conf)
             self.intake.consumer = self.offsets.consumer = self.watch.consumer = consumer
             check_topics_exist(consumer, config.topics, config.dlq_topic)
             rebalance = self.rebalance

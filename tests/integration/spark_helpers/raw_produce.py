@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ctypes
 
-from lagless.spark.connector import native_fetch
+from lagless.kafka.native import librdkafka_path
 
 # rd_kafka_vtype_t values of rd_kafka_producev's arguments
 _END, _TOPIC, _PARTITION, _VALUE, _MSGFLAGS, _HEADERS = 0, 1, 3, 4, 7, 10
@@ -13,7 +13,7 @@ _F_COPY = 2  # RD_KAFKA_MSG_F_COPY
 
 
 def _lib() -> ctypes.CDLL:
-    path = native_fetch._librdkafka_path()
+    path = librdkafka_path()
     assert path is not None, "librdkafka is loaded by confluent-kafka"
     lib = ctypes.CDLL(path)
     lib.rd_kafka_conf_new.restype = ctypes.c_void_p

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from itertools import groupby
 from operator import itemgetter
-from typing import Any, cast, overload
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 from confluent_kafka import Message
@@ -27,10 +27,35 @@ from lagless.engine.record import Record
 PartitionKey = tuple[str, int]
 
 _from_message = Record.from_message
-offset_of = cast("Callable[[Message], int]", Message.offset)  # of a consumed message: set
-_partition = Message.partition
-_timestamp = Message.timestamp
 _stamp = itemgetter(1)
+
+
+class Access(NamedTuple):
+    """A fetched message type's methods, unbound: mapped over a poll's messages they are
+    C-level calls with no lookup per message. Of a consumed record, ``partition`` and
+    ``offset`` are set."""
+
+    error: Callable[[Any], Any]
+    partition: Callable[[Any], int]
+    offset: Callable[[Any], int]
+    timestamp: Callable[[Any], tuple[int, int]]
+    # the timestamps of a list of them at once (native int64 bytes), where the type has it
+    stamps: Callable[[list[Any]], bytes] | None
+
+
+_ACCESS: dict[type, Access] = {}
+
+
+def access(message: Any) -> Access:
+    """The accessors of ``message``'s type: confluent-kafka's ``Message``, or
+    :mod:`lagless.kafka.fetcher`'s fetched message (the same calls)."""
+    kind = type(message)
+    found = _ACCESS.get(kind)
+    if found is None:
+        found = _ACCESS[kind] = Access(
+            kind.error, kind.partition, kind.offset, kind.timestamp, getattr(kind, "stamps", None)
+        )
+    return found
 
 
 def _topic_partition(msg: Message) -> tuple[str | None, int | None]:
@@ -42,7 +67,9 @@ def partition_runs(messages: list[Message], one_topic: bool) -> list[list[Messag
 
     ``one_topic``: every message is of one topic, so the partition number alone tells a run's
     end (one C-level call a message)."""
-    key = _partition if one_topic else _topic_partition
+    if not messages:
+        return []
+    key = access(messages[0]).partition if one_topic else _topic_partition
     return [list(group) for _, group in groupby(messages, key)]
 
 
@@ -86,13 +113,18 @@ class MessageBatch(Sequence[Record]):
         return offset
 
     def offsets(self) -> list[int]:
-        return list(map(offset_of, self.messages))
+        return list(map(access(self.messages[0]).offset, self.messages))
 
     def stamps_ms(self) -> NDArray[np.int64]:
         """The records' timestamps in ms since the epoch, -1 for a record without one
         (librdkafka's value for ``TIMESTAMP_NOT_AVAILABLE``)."""
+        read = access(self.messages[0])
+        if read.stamps is not None:
+            return np.frombuffer(read.stamps(self.messages), np.int64)
         return np.fromiter(
-            map(_stamp, map(_timestamp, self.messages)), np.int64, len(self.messages)
+            map(_stamp, map(read.timestamp, self.messages)),
+            np.int64,
+            len(self.messages),
         )
 
     def __len__(self) -> int:

@@ -24,7 +24,7 @@ from lagless.engine.dispatch.fast_path import FastPath
 from lagless.engine.dispatch.strategy import Strategy
 from lagless.engine.events import EventKind
 from lagless.engine.intake.backpressure import FlowControl
-from lagless.engine.intake.messages import partition_runs
+from lagless.engine.intake.messages import access, partition_runs
 from lagless.engine.lifecycle import Lifecycle
 from lagless.engine.partitions.owned import Owned
 from lagless.engine.partitions.state import SKIPPED, PartitionState
@@ -33,8 +33,6 @@ from lagless.errors import ClusterError
 from lagless.observe.metrics import Metrics
 
 log = logging.getLogger(__name__)
-
-_error = Message.error
 
 
 class Intake:
@@ -75,7 +73,7 @@ class Intake:
         if self._lifecycle.stopping:
             return len(messages)  # no longer ours: the next owner reads them from the commit
         count = len(messages)
-        if any(map(_error, messages)):
+        if any(map(access(messages[0]).error, messages)):
             messages = self._without_errors(messages)
         states, items_of = self._owned.states, self._strategy.items
         for run in partition_runs(messages, len(self._config.topics) == 1):

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from confluent_kafka import Message
 
-from lagless.engine.intake.messages import MessageBatch, offset_of
+from lagless.engine.intake.messages import MessageBatch, access
 from lagless.engine.offsets.tracker import Arrival, TrackerBase
 from lagless.engine.record import Record
 from lagless.kafka.records import timestamp_ms
@@ -48,7 +48,7 @@ class _Range:
         self.done = done
 
     def offsets(self) -> Iterator[int]:
-        return map(offset_of, self.messages[self.lo : self.hi])
+        return map(access(self.messages[self.lo]).offset, self.messages[self.lo : self.hi])
 
 
 class RangeTracker(TrackerBase):
@@ -151,7 +151,8 @@ class RangeTracker(TrackerBase):
     def _split(self, index: int, offset: int) -> None:
         """Cut range ``index`` before its first message at or above ``offset``."""
         whole = self._ranges[index]
-        cut = bisect_left(whole.messages, offset, whole.lo, whole.hi, key=offset_of)
+        at = access(whole.messages[whole.lo]).offset
+        cut = bisect_left(whole.messages, offset, whole.lo, whole.hi, key=at)
         head = _Range(whole.messages, whole.lo, cut, whole.since, whole.done)
         whole.lo = cut
         whole.first = whole.messages[cut].offset()  # type: ignore[assignment]

@@ -19,14 +19,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from functools import cache, partial
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 from confluent_kafka import OFFSET_BEGINNING
 
 from lagless.errors import ClusterError, ConfigError, RecordCoordinates, RecordError
-from lagless.kafka.clients import LIBRDKAFKA_LOGGER
+from lagless.kafka.native import conf_pairs, forward_logs, load
 from lagless.kafka.offsets import PartitionRange
 from lagless.spark.connector.fetch import (
     CONSUME_BATCH,
@@ -44,34 +43,11 @@ SWITCH = "LAGLESS_SPARK_NATIVE_READER"
 
 TOO_LARGE = "a key, value or headers of more than 2 GiB (more than one Arrow batch holds)"
 
-# librdkafka's syslog levels -> logging's
-_LEVELS = {
-    **dict.fromkeys((0, 1, 2), logging.CRITICAL),
-    3: logging.ERROR,
-    4: logging.WARNING,
-    **dict.fromkeys((5, 6), logging.INFO),
-    7: logging.DEBUG,
-}
-
 
 def switch(environ: Mapping[str, str] | None = None) -> bool:
     """``LAGLESS_SPARK_NATIVE_READER``: unset or 1 = use the C reader where it can be used,
     0 = always confluent-kafka's Python API."""
     return switched_on(SWITCH, "read with the C reader where it is built", environ)
-
-
-def _librdkafka_path() -> str | None:
-    """The librdkafka confluent-kafka loaded (so both clients share one library)."""
-    import confluent_kafka  # noqa: F401  (loads librdkafka)
-
-    maps = Path("/proc/self/maps")
-    if not maps.is_file():
-        return None
-    for line in maps.read_text().splitlines():
-        fields = line.split(maxsplit=5)  # address, perms, offset, device, inode, path
-        if len(fields) == 6 and Path(fields[5]).name.startswith("librdkafka"):
-            return fields[5]
-    return None
 
 
 @cache
@@ -81,38 +57,8 @@ def module() -> tuple[Any, str | None]:
         from lagless.spark.connector import _rangeread  # type: ignore[attr-defined]
     except ImportError as exc:
         return None, f"the C reader is not built ({exc})"
-    path = _librdkafka_path()
-    if path is None:
-        return None, "librdkafka's path is not known (no /proc/self/maps)"
-    try:
-        _rangeread.load(path)
-    except ImportError as exc:
-        return None, str(exc)
-    return _rangeread, None
-
-
-def conf_pairs(conf: Mapping[str, Any]) -> list[tuple[str, str]] | str:
-    """librdkafka properties as strings, or why they cannot be (a callback or object value,
-    which only confluent-kafka can hand to librdkafka)."""
-    pairs = []
-    for name, value in conf.items():
-        if isinstance(value, bool):
-            pairs.append((name, "true" if value else "false"))
-        elif isinstance(value, str | int | float):
-            pairs.append((name, str(value)))
-        else:
-            return f"option {name!r} is a {type(value).__name__}, not a string"
-    return pairs
-
-
-def forward_logs(mod: Any) -> None:
-    """librdkafka's log lines since the last call, to ``lagless.librdkafka`` (as
-    confluent-kafka's clients made by :mod:`lagless.kafka.clients` do)."""
-    lines, dropped = mod.take_logs()
-    for level, facility, text in lines:
-        LIBRDKAFKA_LOGGER.log(_LEVELS.get(level, logging.INFO), "%s: %s", facility, text)
-    if dropped:
-        LIBRDKAFKA_LOGGER.warning("%d librdkafka log lines were dropped", dropped)
+    why = load(_rangeread)
+    return (None, why) if why is not None else (_rangeread, None)
 
 
 def _var(parts: tuple[bytes | None, bytes, bytes, int], n: int, dtype: pa.DataType) -> pa.Array:

@@ -1,5 +1,6 @@
-/* The part of librdkafka's public C API that _rangeread.c uses, declared here and looked up at
- * run time (dlsym) in the librdkafka confluent-kafka loaded. These are librdkafka 1.x/2.x's
+/* The part of librdkafka's public C API that _rangeread.c and lagless/kafka/_fetch.c use,
+ * declared here and looked up at run time (dlsym) in the librdkafka confluent-kafka loaded (each
+ * module looks up the functions it calls). These are librdkafka 1.x/2.x's
  * stable declarations; rd_kafka_message_t's layout is part of that API. */
 #ifndef LAGLESS_RDKAFKA_H
 #define LAGLESS_RDKAFKA_H
@@ -11,8 +12,23 @@ typedef struct rd_kafka_s rd_kafka_t;
 typedef struct rd_kafka_conf_s rd_kafka_conf_t;
 typedef struct rd_kafka_queue_s rd_kafka_queue_t;
 typedef struct rd_kafka_headers_s rd_kafka_headers_t;
-typedef struct rd_kafka_topic_partition_list_s rd_kafka_topic_partition_list_t;
-typedef struct rd_kafka_topic_partition_s rd_kafka_topic_partition_t;
+typedef struct rd_kafka_error_s rd_kafka_error_t;
+typedef struct rd_kafka_topic_s rd_kafka_topic_t;
+typedef struct rd_kafka_topic_partition_s {
+    char *topic;
+    int32_t partition;
+    int64_t offset;
+    void *metadata;
+    size_t metadata_size;
+    void *opaque;
+    int err;
+    void *_private;
+} rd_kafka_topic_partition_t;
+typedef struct rd_kafka_topic_partition_list_s {
+    int cnt;
+    int size;
+    rd_kafka_topic_partition_t *elems;
+} rd_kafka_topic_partition_list_t;
 typedef struct rd_kafka_message_s {
     int err;
     void *rkt;
@@ -58,6 +74,18 @@ static struct {
     int (*consumer_close)(rd_kafka_t *);
     void (*destroy)(rd_kafka_t *);
     int (*version)(void);
+    /* _fetch.c */
+    rd_kafka_error_t *(*incremental_assign)(rd_kafka_t *, const rd_kafka_topic_partition_list_t *);
+    rd_kafka_error_t *(*incremental_unassign)(rd_kafka_t *,
+                                              const rd_kafka_topic_partition_list_t *);
+    int (*error_code)(const rd_kafka_error_t *);
+    const char *(*error_string)(const rd_kafka_error_t *);
+    void (*error_destroy)(rd_kafka_error_t *);
+    int (*pause_partitions)(rd_kafka_t *, rd_kafka_topic_partition_list_t *);
+    int (*resume_partitions)(rd_kafka_t *, rd_kafka_topic_partition_list_t *);
+    int (*position)(rd_kafka_t *, rd_kafka_topic_partition_list_t *);
+    int (*get_watermark_offsets)(rd_kafka_t *, const char *, int32_t, int64_t *, int64_t *);
+    const char *(*topic_name)(const rd_kafka_topic_t *);
 } rk;
 
 static int rk_loaded = 0;
