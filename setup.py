@@ -10,7 +10,9 @@ and says so where it would have used them:
 
 from setuptools import Extension, setup
 
-SHARED = [f"src/lagless/kafka/{h}" for h in ("_rdkafka.h", "_rkheaders.h", "_rklog.h")]
+SHARED = [
+    f"src/lagless/kafka/{h}" for h in ("_rdkafka.h", "_rkclient.h", "_rkheaders.h", "_rklog.h")
+]
 
 setup(
     ext_modules=[

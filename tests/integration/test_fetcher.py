@@ -4,7 +4,9 @@ fetcher's, the engine fetches with it, and a fallback says why."""
 
 from __future__ import annotations
 
+import gc
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -19,12 +21,10 @@ from lagless.kafka import fetcher
 from lagless.kafka.fetcher import SplitConsumer, open_split
 from lagless.kafka.records import HeaderNameError
 from tests.conftest import Cluster, wait_for
-from tests.integration.spark_helpers import EDGE_HEADERS
+from tests.integration.spark_helpers import BIG, produce_edge_records
 from tests.integration.spark_helpers.raw_produce import produce_raw_headers
 
 pytestmark = [pytest.mark.integration]
-
-BIG = bytes(range(256)) * 400  # 100 KiB
 
 
 @pytest.fixture(autouse=True)
@@ -42,28 +42,6 @@ def group_conf(cluster: Cluster) -> dict[str, Any]:
         "session.timeout.ms": 6000,
         "heartbeat.interval.ms": 1000,
     }
-
-
-def produce_edges(cluster: Cluster, topic: str) -> int:
-    """Every header case, null/empty/binary keys and values, a 100 KiB value, given times."""
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5})
-    keys: list[bytes | None] = [None, b"", b"k", bytes(range(256))]
-    values: list[bytes | None] = [b"v", None, b"", BIG]
-    n = 0
-    for round_ in range(3):
-        for i in range(9):
-            extra = {"timestamp": 1_700_000_000_000 + i} if i % 2 else {}
-            producer.produce(
-                topic,
-                key=keys[i % len(keys)],
-                value=values[(i + round_) % len(values)],
-                headers=EDGE_HEADERS[i % len(EDGE_HEADERS)],
-                partition=i % 2,
-                **extra,
-            )
-            n += 1
-    assert producer.flush(30) == 0
-    return n
 
 
 def fields(msg: Any) -> tuple[Any, ...]:
@@ -102,7 +80,7 @@ def test_fetched_messages_read_as_confluent_kafkas(
     cluster: Cluster, make_topic: Callable[..., str]
 ) -> None:
     topic = make_topic(partitions=2)
-    n = produce_edges(cluster, topic)
+    n = produce_edge_records(cluster.bootstrap, topic, partitions=2)
     split = open_split(group_conf(cluster))
     assert isinstance(split, SplitConsumer)
     try:
@@ -188,6 +166,105 @@ def test_pause_resume_positions_and_watermarks_are_the_fetchers(
         split.close()
 
 
+def test_poll_and_consume_return_every_record_beside_the_members_error_events(
+    cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    """A subscription to a topic that does not exist: the member reports it as error events,
+    which come beside fetched records; none of those may be dropped."""
+    topic = make_topic(partitions=1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(50):
+        producer.produce(topic, value=b"%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    split = open_split(group_conf(cluster))
+    assert split is not None
+    offsets: list[int] = []
+    errors: list[Any] = []
+    try:
+        split.subscribe([topic, f"missing-{uuid.uuid4().hex[:8]}"])
+
+        def more() -> bool:
+            got = split.consume(1, 0.2) if len(offsets) % 2 else [split.poll(0.2)]
+            assert len(got) <= 1
+            for msg in filter(None, got):
+                (offsets if msg.error() is None else errors).append(
+                    msg.offset() if msg.error() is None else msg.error()
+                )
+            return len(offsets) >= 50 and bool(errors)
+
+        wait_for(more, 30, "50 records and the member's error event")
+    finally:
+        split.close()
+    assert offsets == list(range(50))
+    assert "missing-" in str(errors[0])
+
+
+def test_odd_calls_answer_as_confluent_kafka_does(cluster: Cluster) -> None:
+    split = open_split(group_conf(cluster))
+    assert split is not None
+    try:
+        assert split.consume(0, 0) == []
+        started = time.monotonic()
+        assert split.consume(1, float("nan")) == []  # no wait
+        assert time.monotonic() - started < 1
+    finally:
+        split.close()
+    mod, _ = fetcher.module()
+    reader = mod.Fetcher(fetcher.fetcher_conf(group_conf(cluster)))
+    try:
+        for garbage in ([1], [["t", 0, 0]], "t"):
+            with pytest.raises(TypeError, match="list of"):
+                reader.assign(garbage)
+    finally:
+        reader.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        reader.consume(1, 0)
+
+
+def test_a_consume_inside_a_consume_is_refused(
+    cluster: Cluster, make_topic: Callable[..., str]
+) -> None:
+    """A finalizer the garbage collector runs while a consume makes its messages calls the same
+    fetcher: refused with a RuntimeError, the outer consume unharmed (it used to free the batch
+    under it)."""
+    topic = make_topic(partitions=1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5})
+    for i in range(3000):  # headers read through librdkafka's API: objects the collector counts
+        producer.produce(topic, value=None, headers=[("h", b"%d" % i)], partition=0)
+    assert producer.flush(30) == 0
+    mod, _ = fetcher.module()
+    reader = mod.Fetcher(fetcher.fetcher_conf(group_conf(cluster)))
+    reader.assign([(topic, 0, 0)])
+    refused: list[str] = []
+
+    class Finalized:
+        armed = True
+
+        def __del__(self) -> None:
+            if Finalized.armed:
+                Finalized.armed = False
+                try:
+                    reader.consume(100, 0.5)
+                except RuntimeError as exc:
+                    refused.append(str(exc))
+
+    got: list[Any] = []
+    thresholds = gc.get_threshold()
+    try:
+        wait_for(lambda: bool(reader.consume(1, 0.2)), 30, "the first record")  # fetching
+        time.sleep(1)  # the rest arrives
+        gc.set_threshold(50, 1, 1)
+        cycle = Finalized()
+        cycle.self = cycle  # type: ignore[attr-defined]
+        del cycle
+        got = reader.consume(3000, 5)
+    finally:
+        gc.set_threshold(*thresholds)
+        reader.close()
+    assert refused == ["the fetcher is in use (a consume is running)"]
+    assert [m.offset() for m in got] == list(range(1, 1 + len(got))) and len(got) > 100
+
+
 def test_the_engine_fetches_with_it(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     config = EngineConfig.build(topics=("t",), group="g", on_failure="stop")
     split = engine_consumer(config.consumer_conf(cluster.conf))
@@ -209,8 +286,12 @@ def test_a_fallback_says_why_once(
     with_callback = {**group_conf(cluster), "oauth_cb": lambda config: ("token", 0.0)}
     for _ in range(2):
         assert open_split(with_callback) is None
+    auto_commit = {k: v for k, v in group_conf(cluster).items() if k != "enable.auto.commit"}
+    assert open_split(auto_commit) is None  # librdkafka's default: on
     said = [r.getMessage() for r in caplog.records]
     assert said == [
         "fetching with confluent-kafka's consumer (slower): option 'oauth_cb' is a function, "
-        "not a string"
+        "not a string",
+        "fetching with confluent-kafka's consumer (slower): enable.auto.commit is on (the "
+        "member, which fetches nothing, would commit nothing)",
     ]

@@ -23,12 +23,10 @@ from lagless.spark.connector.fetch import fetch_conf, read_range
 from lagless.spark.connector.offsets import data_loss_handler
 from lagless.spark.connector.schema import arrow_schema, kafka_schema
 from tests.conftest import Cluster
-from tests.integration.spark_helpers import EDGE_HEADERS
+from tests.integration.spark_helpers import EDGE_HEADERS, produce_edge_records
 from tests.integration.spark_helpers.raw_produce import produce_raw_headers
 
 pytestmark = [pytest.mark.integration]
-
-BIG = bytes(range(256)) * 400  # 100 KiB
 
 
 @pytest.fixture
@@ -36,21 +34,7 @@ def edge_topic(cluster: Cluster, make_topic: Callable[..., str]) -> str:
     """One partition of 3 x 9 records: every header case, null/empty/binary keys, a tombstone,
     an empty and a 100 KiB value, create times from the producer and given ones."""
     topic = make_topic(partitions=1)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5})
-    keys: list[bytes | None] = [None, b"", b"k", bytes(range(256))]
-    values: list[bytes | None] = [b"v", None, b"", BIG]
-    for round_ in range(3):
-        for i in range(9):
-            extra = {"timestamp": 1_700_000_000_000 + i} if i % 2 else {}
-            producer.produce(
-                topic,
-                key=keys[i % len(keys)],
-                value=values[(i + round_) % len(values)],
-                headers=EDGE_HEADERS[i % len(EDGE_HEADERS)],
-                partition=0,
-                **extra,
-            )
-    assert producer.flush(30) == 0
+    produce_edge_records(cluster.bootstrap, topic)
     return topic
 
 

@@ -15,13 +15,11 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <dlfcn.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "_rdkafka.h"
-#include "_rkheaders.h"
-#include "_rklog.h"
+#include "_rkclient.h"
 
 #define CONSUME_MAX 1000000 /* messages per consume call, as confluent-kafka's consume() */
 #define OFFSET_INVALID (-1001)
@@ -29,62 +27,6 @@
 static PyObject *KafkaError;     /* confluent_kafka.KafkaError */
 static PyObject *KafkaException; /* confluent_kafka.KafkaException */
 
-/* ---- loading librdkafka ---- */
-#define LOOKUP(field, name)                                                                      \
-    do {                                                                                         \
-        *(void **)(&rk.field) = dlsym(lib, name);                                                \
-        if (!rk.field) {                                                                         \
-            PyErr_Format(PyExc_ImportError, "librdkafka at %s has no %s", path, name);           \
-            return NULL;                                                                         \
-        }                                                                                        \
-    } while (0)
-
-static PyObject *load(PyObject *mod, PyObject *arg) {
-    (void)mod;
-    const char *path = PyUnicode_AsUTF8(arg);
-    if (!path) return NULL;
-    if (rk_loaded) Py_RETURN_NONE;
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        PyErr_Format(PyExc_ImportError, "cannot load librdkafka from %s: %s", path, dlerror());
-        return NULL;
-    }
-    LOOKUP(conf_new, "rd_kafka_conf_new");
-    LOOKUP(conf_set, "rd_kafka_conf_set");
-    LOOKUP(conf_destroy, "rd_kafka_conf_destroy");
-    LOOKUP(conf_set_log_cb, "rd_kafka_conf_set_log_cb");
-    LOOKUP(new_, "rd_kafka_new");
-    LOOKUP(poll_set_consumer, "rd_kafka_poll_set_consumer");
-    LOOKUP(list_new, "rd_kafka_topic_partition_list_new");
-    LOOKUP(list_add, "rd_kafka_topic_partition_list_add");
-    LOOKUP(list_destroy, "rd_kafka_topic_partition_list_destroy");
-    LOOKUP(assign, "rd_kafka_assign");
-    LOOKUP(queue_get_consumer, "rd_kafka_queue_get_consumer");
-    LOOKUP(queue_destroy, "rd_kafka_queue_destroy");
-    LOOKUP(consume_batch_queue, "rd_kafka_consume_batch_queue");
-    LOOKUP(message_destroy, "rd_kafka_message_destroy");
-    LOOKUP(message_timestamp, "rd_kafka_message_timestamp");
-    LOOKUP(message_headers, "rd_kafka_message_headers");
-    LOOKUP(header_get_all, "rd_kafka_header_get_all");
-    LOOKUP(err2str, "rd_kafka_err2str");
-    LOOKUP(fatal_error, "rd_kafka_fatal_error");
-    LOOKUP(consumer_close, "rd_kafka_consumer_close");
-    LOOKUP(destroy, "rd_kafka_destroy");
-    LOOKUP(version, "rd_kafka_version");
-    LOOKUP(incremental_assign, "rd_kafka_incremental_assign");
-    LOOKUP(incremental_unassign, "rd_kafka_incremental_unassign");
-    LOOKUP(error_code, "rd_kafka_error_code");
-    LOOKUP(error_string, "rd_kafka_error_string");
-    LOOKUP(error_destroy, "rd_kafka_error_destroy");
-    LOOKUP(pause_partitions, "rd_kafka_pause_partitions");
-    LOOKUP(resume_partitions, "rd_kafka_resume_partitions");
-    LOOKUP(position, "rd_kafka_position");
-    LOOKUP(get_watermark_offsets, "rd_kafka_get_watermark_offsets");
-    LOOKUP(topic_name, "rd_kafka_topic_name");
-    raw_headers_known = raw_headers_layout(rk.version());
-    rk_loaded = 1;
-    Py_RETURN_NONE;
-}
 
 /* Raise confluent_kafka.KafkaException(KafkaError(code, reason[, fatal])): NULL. */
 static PyObject *raise_kafka(int code, const char *reason, int fatal) {
@@ -282,11 +224,11 @@ typedef struct {
     PyObject *last_topic;
 } Fetcher;
 
-/* -1 (an error set) if the fetcher is closed, or (busy) its consume or close runs in another
+/* -1 (an error set) if the fetcher is closed, or (busy) a consume runs (in another thread, or
  * thread (the GIL released): librdkafka's calls are thread-safe, this module's batch is not. */
 static int unusable_if(Fetcher *self, int busy) {
     const char *why = !self->rk             ? "the fetcher is closed"
-                      : busy && self->busy ? "the fetcher is in use by another thread"
+                      : busy && self->busy ? "the fetcher is in use (a consume is running)"
                                             : NULL;
     if (why) PyErr_SetString(PyExc_RuntimeError, why);
     return why ? -1 : 0;
@@ -297,7 +239,6 @@ static int unusable(Fetcher *self) { return unusable_if(self, 0); }
 static int Fetcher_init(Fetcher *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"conf", NULL};
     PyObject *conf;
-    char errstr[512];
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!", kwlist, &PyList_Type, &conf)) return -1;
     if (!rk_loaded) {
         PyErr_SetString(PyExc_RuntimeError, "librdkafka is not loaded (call load(path))");
@@ -307,28 +248,7 @@ static int Fetcher_init(Fetcher *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_RuntimeError, "a Fetcher is initialised once");
         return -1;
     }
-    rd_kafka_conf_t *c = rk.conf_new();
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(conf); i++) {
-        const char *name, *value;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(conf, i), "ss", &name, &value)) {
-            rk.conf_destroy(c);
-            return -1;
-        }
-        if (rk.conf_set(c, name, value, errstr, sizeof errstr) != RK_CONF_OK) {
-            rk.conf_destroy(c);
-            PyErr_SetString(PyExc_ValueError, errstr);
-            return -1;
-        }
-    }
-    rk.conf_set_log_cb(c, on_log);
-    self->rk = rk.new_(RK_CONSUMER, c, errstr, sizeof errstr); /* owns c on success */
-    if (!self->rk) {
-        rk.conf_destroy(c);
-        PyErr_SetString(PyExc_ValueError, errstr);
-        return -1;
-    }
-    rk.poll_set_consumer(self->rk);
-    self->queue = rk.queue_get_consumer(self->rk);
+    if (new_consumer(conf, &self->rk, &self->queue)) return -1;
     return 0;
 }
 
@@ -345,6 +265,11 @@ static rd_kafka_topic_partition_list_t *to_list(PyObject *items, int with_offset
         int partition;
         long long offset = OFFSET_INVALID;
         PyObject *item = PyList_GET_ITEM(items, i);
+        if (!PyTuple_Check(item)) {
+            rk.list_destroy(list);
+            PyErr_SetString(PyExc_TypeError, "a list of (topic, partition[, offset]) is expected");
+            return NULL;
+        }
         int ok = with_offset ? PyArg_ParseTuple(item, "siL", &topic, &partition, &offset)
                              : PyArg_ParseTuple(item, "si", &topic, &partition);
         if (!ok) {
@@ -454,16 +379,9 @@ static PyObject *topic_of(Fetcher *self, const rd_kafka_message_t *m) {
 
 /* An error event's KafkaError (a fatal error is read from the client, as confluent-kafka) */
 static PyObject *error_of(Fetcher *self, const rd_kafka_message_t *m) {
-    int code = m->err, fatal = 0;
+    int fatal;
     char text[512];
-    if (code == RK_ERR_FATAL) {
-        fatal = 1;
-        code = rk.fatal_error(self->rk, text, sizeof text);
-    } else if (m->payload && m->len) {
-        snprintf(text, sizeof text, "%.*s", (int)m->len, (const char *)m->payload);
-    } else {
-        snprintf(text, sizeof text, "%s", rk.err2str(code));
-    }
+    int code = error_text(self->rk, m, text, sizeof text, &fatal);
     return PyObject_CallFunction(KafkaError, "isO", code, text, fatal ? Py_True : Py_False);
 }
 
@@ -503,6 +421,10 @@ static PyObject *message_of(Fetcher *self, rd_kafka_message_t *m) {
         msg->tstype = 0;
         msg->timestamp = -1;
         if (!(msg->error = error_of(self, m))) goto fail;
+        /* an event's value is its text, as confluent-kafka's */
+        if (m->payload &&
+            !(msg->value = PyBytes_FromStringAndSize((const char *)m->payload, (Py_ssize_t)m->len)))
+            goto fail;
         return (PyObject *)msg;
     }
     Headers h = {0};
@@ -548,13 +470,18 @@ static PyObject *Fetcher_consume(Fetcher *self, PyObject *args) {
         self->batch = p;
         self->batch_max = (size_t)max;
     }
-    int timeout_ms = timeout < 0 ? -1 : (int)(timeout * 1000);
+    /* (a NaN waits not at all, as confluent-kafka; more than INT_MAX ms, forever) */
+    int timeout_ms = timeout != timeout           ? 0
+                     : timeout < 0                ? -1
+                     : timeout * 1000 >= INT_MAX  ? -1
+                                                  : (int)(timeout * 1000);
     ssize_t got;
+    /* busy until the batch is made into messages: Python code can run meanwhile (another
+     * thread while the GIL is released, a finalizer while objects are made) */
     self->busy = 1;
     Py_BEGIN_ALLOW_THREADS
     got = rk.consume_batch_queue(self->queue, timeout_ms, self->batch, (size_t)max);
     Py_END_ALLOW_THREADS
-    self->busy = 0;
     Py_ssize_t n = got > 0 ? (Py_ssize_t)got : 0;
     PyObject *out = PyList_New(n);
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -563,36 +490,22 @@ static PyObject *Fetcher_consume(Fetcher *self, PyObject *args) {
         else PyList_SET_ITEM(out, i, msg);
         rk.message_destroy(self->batch[i]);
     }
+    self->busy = 0;
     return out;
-}
-
-static void close_client(Fetcher *self) {
-    if (self->queue) {
-        rk.queue_destroy(self->queue);
-        self->queue = NULL;
-    }
-    if (self->rk) {
-        rd_kafka_t *r = self->rk;
-        self->rk = NULL;
-        Py_BEGIN_ALLOW_THREADS
-        rk.consumer_close(r);
-        rk.destroy(r);
-        Py_END_ALLOW_THREADS
-    }
 }
 
 static PyObject *Fetcher_close(Fetcher *self, PyObject *unused) {
     (void)unused;
     if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "the fetcher is in use by another thread");
+        PyErr_SetString(PyExc_RuntimeError, "the fetcher is in use (a consume is running)");
         return NULL;
     }
-    close_client(self);
+    close_consumer(&self->rk, &self->queue);
     Py_RETURN_NONE;
 }
 
 static void Fetcher_dealloc(Fetcher *self) {
-    close_client(self);
+    close_consumer(&self->rk, &self->queue);
     free(self->batch);
     Py_XDECREF(self->last_topic);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -622,17 +535,8 @@ static PyTypeObject FetcherType = {
     .tp_methods = Fetcher_methods,
 };
 
-static PyMethodDef module_methods[] = {
-    {"load", load, METH_O, "load(path): use the librdkafka at path"},
-    {"take_logs", take_logs, METH_NOARGS, "librdkafka's log lines since the last call"},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "lagless.kafka._fetch",
-    "Fetch a group member's records with one small object per record (see fetcher.py).", -1,
-    module_methods, NULL, NULL, NULL, NULL,
-};
+RK_MODULE("lagless.kafka._fetch",
+          "Fetch a group member's records with one small object per record (see fetcher.py).");
 
 PyMODINIT_FUNC PyInit__fetch(void) {
     if (PyType_Ready(&MsgType) < 0 || PyType_Ready(&FetcherType) < 0) return NULL;

@@ -1,6 +1,6 @@
 /* The part of librdkafka's public C API that _rangeread.c and lagless/kafka/_fetch.c use,
- * declared here and looked up at run time (dlsym) in the librdkafka confluent-kafka loaded (each
- * module looks up the functions it calls). These are librdkafka 1.x/2.x's
+ * declared here and looked up at run time (dlsym, _rkclient.h) in the librdkafka confluent-kafka
+ * loaded. These are librdkafka 1.x/2.x's
  * stable declarations; rd_kafka_message_t's layout is part of that API. */
 #ifndef LAGLESS_RDKAFKA_H
 #define LAGLESS_RDKAFKA_H

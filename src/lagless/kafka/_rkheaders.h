@@ -1,5 +1,5 @@
-/* A fetched record's headers, for _rangeread.c: read in place where librdkafka keeps them,
- * else through librdkafka's API.
+/* A fetched record's headers, for _rangeread.c and _fetch.c: read in place where librdkafka
+ * keeps them, else through librdkafka's API.
  *
  * librdkafka keeps each fetched record's headers unparsed (Kafka's record format: a varint
  * count, then per header a varint key length, the key, a varint value length, -1 for a null

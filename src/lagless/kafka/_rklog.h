@@ -1,6 +1,6 @@
 /* librdkafka's log lines, kept for Python: librdkafka calls on_log on its own threads, so the
  * lines wait here (a mutex, at most LOG_KEEP of them) until Python takes them (take_logs,
- * after each consume) and hands them to logging. For _rangeread.c. */
+ * after each consume) and hands them to logging. For _rangeread.c and _fetch.c. */
 #ifndef LAGLESS_RKLOG_H
 #define LAGLESS_RKLOG_H
 #include <Python.h>

@@ -35,7 +35,9 @@ two connections from this consumer, and the member's own statistics show no fetc
 from __future__ import annotations
 
 import logging
+import math
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
@@ -43,7 +45,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from lagless.kafka.clients import make_consumer
-from lagless.kafka.native import conf_pairs, forward_logs, load
+from lagless.kafka.native import conf_pairs, forward_logs, loaded
 from lagless.switches import switched_on
 
 log = logging.getLogger(__name__)
@@ -83,12 +85,7 @@ def switch(environ: Mapping[str, str] | None = None) -> bool:
 @cache
 def module() -> tuple[Any, str | None]:
     """The loaded C module, or None and why not."""
-    try:
-        from lagless.kafka import _fetch  # type: ignore[attr-defined]
-    except ImportError as exc:
-        return None, f"the C fetcher is not built ({exc})"
-    why = load(_fetch)
-    return (None, why) if why is not None else (_fetch, None)
+    return loaded("lagless.kafka._fetch", "the C fetcher")
 
 
 def fetcher_conf(conf: Mapping[str, Any]) -> list[tuple[str, str]] | str:
@@ -99,6 +96,11 @@ def fetcher_conf(conf: Mapping[str, Any]) -> list[tuple[str, str]] | str:
 
 
 _said: set[str] = set()
+
+
+def _on(value: object) -> bool:
+    """A boolean client option's value (librdkafka takes true/false as text too)."""
+    return str(value).strip().lower() not in ("false", "0")
 
 
 def eager(conf: Mapping[str, Any]) -> bool:
@@ -116,6 +118,8 @@ def open_split(conf: Mapping[str, Any]) -> SplitConsumer | None:
         return None
     mod, why = module()
     pairs = fetcher_conf(conf) if mod is not None else why
+    if not isinstance(pairs, str) and _on(conf.get("enable.auto.commit", True)):
+        pairs = "enable.auto.commit is on (the member, which fetches nothing, would commit nothing)"
     if isinstance(pairs, str):
         if pairs not in _said:
             _said.add(pairs)
@@ -151,6 +155,7 @@ class SplitConsumer:
         self._eager = eager
         self._assigned = False  # the running rebalance callback assigned or unassigned
         self._rebalanced = False  # a rebalance callback ran in this consume
+        self._held: deque[Any] = deque()  # fetched beyond what a consume asked for
 
     # -- the group ---------------------------------------------------------------------
 
@@ -257,10 +262,16 @@ class SplitConsumer:
     # -- fetching ----------------------------------------------------------------------
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
-        """Up to ``num_messages`` records (and error events) fetched within ``timeout`` seconds
+        """Up to ``num_messages`` records and error events fetched within ``timeout`` seconds
         (< 0: until there are some), the member's callbacks served meanwhile: the wait is cut
-        in slices of :data:`SLICE_S` and ends early once a rebalance callback ran."""
-        deadline = None if timeout < 0 else time.monotonic() + timeout
+        in slices of :data:`SLICE_S` and ends early once a rebalance callback ran. What came
+        beyond ``num_messages`` is kept for the next call, never dropped."""
+        if num_messages <= 0:
+            return []
+        if self._held:
+            return self._take(num_messages)
+        wait_s = 0.0 if math.isnan(timeout) else timeout  # (NaN: no wait, as confluent-kafka)
+        deadline = None if wait_s < 0 else time.monotonic() + wait_s
         while True:
             self._rebalanced = False
             errors = self._serve()
@@ -270,7 +281,14 @@ class SplitConsumer:
             fetched: list[Any] = self._fetcher.consume(num_messages, wait)
             forward_logs(self._mod)
             if fetched or hurry or (deadline is not None and left <= SLICE_S):
-                return errors + fetched if errors else fetched
+                if not errors:
+                    return fetched
+                self._held.extend(errors + fetched)
+                return self._take(num_messages)
+
+    def _take(self, n: int) -> list[Any]:
+        held = self._held
+        return [held.popleft() for _ in range(min(n, len(held)))]
 
     def _serve(self) -> list[Any]:
         """Serve the member's callbacks (rebalance, commit results, statistics) without

@@ -8,6 +8,7 @@ confluent-kafka loaded, looked up by path, so one librdkafka serves every client
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -49,6 +50,17 @@ def load(mod: Any) -> str | None:
     except ImportError as exc:
         return str(exc)
     return None
+
+
+def loaded(name: str, what: str) -> tuple[Any, str | None]:
+    """The C module ``name`` pointed at confluent-kafka's librdkafka, or None and why not
+    (``what`` names the module in that reason)."""
+    try:
+        mod = importlib.import_module(name)
+    except ImportError as exc:
+        return None, f"{what} is not built ({exc})"
+    why = load(mod)
+    return (None, why) if why is not None else (mod, None)
 
 
 def conf_pairs(conf: Mapping[str, Any]) -> list[tuple[str, str]] | str:

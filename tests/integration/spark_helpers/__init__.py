@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 
 from lagless.ids import ID_HEADER
@@ -35,6 +36,31 @@ EDGE_HEADERS: list[list[tuple[str, bytes | None]] | None] = [
     [("bin", bytes(range(256))), ("ключ", "é".encode())],  # binary value, non-ASCII key
     [("", b"x,y:~")],  # empty key
 ]
+BIG = bytes(range(256)) * 400  # 100 KiB
+
+
+def produce_edge_records(bootstrap: str, topic: str, partitions: int = 1) -> int:
+    """3 x 9 records, spread over ``partitions`` in turn: every header case, null/empty/binary
+    keys, a tombstone, an empty and a 100 KiB value, create times from the producer and given
+    ones. How many."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    keys: list[bytes | None] = [None, b"", b"k", bytes(range(256))]
+    values: list[bytes | None] = [b"v", None, b"", BIG]
+    n = 0
+    for round_ in range(3):
+        for i in range(9):
+            extra = {"timestamp": 1_700_000_000_000 + i} if i % 2 else {}
+            producer.produce(
+                topic,
+                key=keys[i % len(keys)],
+                value=values[(i + round_) % len(values)],
+                headers=EDGE_HEADERS[i % len(EDGE_HEADERS)],
+                partition=n % partitions,
+                **extra,
+            )
+            n += 1
+    assert producer.flush(30) == 0
+    return n
 
 
 @pytest.fixture(scope="session")

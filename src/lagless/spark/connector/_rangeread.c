@@ -18,15 +18,12 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "_arrowbuf.h"
-#include "_rdkafka.h"
-#include "_rkheaders.h"
-#include "_rklog.h"
+#include "_rkclient.h"
 
 #define CONSUME_MAX 1000000 /* messages per consume call, as confluent-kafka's consume() */
 
@@ -57,53 +54,6 @@ typedef struct {
     size_t api_headers;
 } Reader;
 
-/* ---- loading librdkafka ---- */
-#define LOOKUP(field, name)                                                                      \
-    do {                                                                                         \
-        *(void **)(&rk.field) = dlsym(lib, name);                                                \
-        if (!rk.field) {                                                                         \
-            PyErr_Format(PyExc_ImportError, "librdkafka at %s has no %s", path, name);           \
-            return NULL;                                                                         \
-        }                                                                                        \
-    } while (0)
-
-static PyObject *load(PyObject *mod, PyObject *arg) {
-    (void)mod;
-    const char *path = PyUnicode_AsUTF8(arg);
-    if (!path) return NULL;
-    if (rk_loaded) Py_RETURN_NONE;
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        PyErr_Format(PyExc_ImportError, "cannot load librdkafka from %s: %s", path, dlerror());
-        return NULL;
-    }
-    LOOKUP(conf_new, "rd_kafka_conf_new");
-    LOOKUP(conf_set, "rd_kafka_conf_set");
-    LOOKUP(conf_destroy, "rd_kafka_conf_destroy");
-    LOOKUP(conf_set_log_cb, "rd_kafka_conf_set_log_cb");
-    LOOKUP(new_, "rd_kafka_new");
-    LOOKUP(poll_set_consumer, "rd_kafka_poll_set_consumer");
-    LOOKUP(list_new, "rd_kafka_topic_partition_list_new");
-    LOOKUP(list_add, "rd_kafka_topic_partition_list_add");
-    LOOKUP(list_set_offset, "rd_kafka_topic_partition_list_set_offset");
-    LOOKUP(list_destroy, "rd_kafka_topic_partition_list_destroy");
-    LOOKUP(assign, "rd_kafka_assign");
-    LOOKUP(queue_get_consumer, "rd_kafka_queue_get_consumer");
-    LOOKUP(queue_destroy, "rd_kafka_queue_destroy");
-    LOOKUP(consume_batch_queue, "rd_kafka_consume_batch_queue");
-    LOOKUP(message_destroy, "rd_kafka_message_destroy");
-    LOOKUP(message_timestamp, "rd_kafka_message_timestamp");
-    LOOKUP(message_headers, "rd_kafka_message_headers");
-    LOOKUP(header_get_all, "rd_kafka_header_get_all");
-    LOOKUP(err2str, "rd_kafka_err2str");
-    LOOKUP(fatal_error, "rd_kafka_fatal_error");
-    LOOKUP(consumer_close, "rd_kafka_consumer_close");
-    LOOKUP(destroy, "rd_kafka_destroy");
-    LOOKUP(version, "rd_kafka_version");
-    raw_headers_known = raw_headers_layout(rk.version());
-    rk_loaded = 1;
-    Py_RETURN_NONE;
-}
 
 /* ---- the reader ---- */
 static void reset_columns(Reader *self) {
@@ -144,7 +94,6 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kwds) {
     long long start;
     Py_ssize_t max_bytes = INT32_MAX;
     int headers = 1;
-    char errstr[512];
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!siL|np", kwlist, &PyList_Type, &conf, &topic,
                                      &partition, &start, &max_bytes, &headers))
         return -1;
@@ -170,28 +119,7 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kwds) {
         return -1;
     }
     reset_columns(self);
-    rd_kafka_conf_t *c = rk.conf_new();
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(conf); i++) {
-        const char *name, *value;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(conf, i), "ss", &name, &value)) {
-            rk.conf_destroy(c);
-            return -1;
-        }
-        if (rk.conf_set(c, name, value, errstr, sizeof errstr) != RK_CONF_OK) {
-            rk.conf_destroy(c);
-            PyErr_SetString(PyExc_ValueError, errstr);
-            return -1;
-        }
-    }
-    rk.conf_set_log_cb(c, on_log);
-    self->rk = rk.new_(RK_CONSUMER, c, errstr, sizeof errstr); /* owns c on success */
-    if (!self->rk) {
-        rk.conf_destroy(c);
-        PyErr_SetString(PyExc_ValueError, errstr);
-        return -1;
-    }
-    rk.poll_set_consumer(self->rk);
-    self->queue = rk.queue_get_consumer(self->rk);
+    if (new_consumer(conf, &self->rk, &self->queue)) return -1;
     self->partition = partition;
     self->batch_max = 0;
     self->max_bytes = (size_t)max_bytes;
@@ -321,16 +249,9 @@ static PyObject *Reader_consume(Reader *self, PyObject *args) {
     while (self->pending_at < self->pending_n) {
         rd_kafka_message_t *m = self->pending[self->pending_at];
         if (m->err) {
-            int code = m->err, fatal = 0;
+            int fatal;
             char text[512];
-            if (code == RK_ERR_FATAL) {
-                fatal = 1;
-                code = rk.fatal_error(self->rk, text, sizeof text);
-            } else if (m->payload && m->len) {
-                snprintf(text, sizeof text, "%.*s", (int)m->len, (const char *)m->payload);
-            } else {
-                snprintf(text, sizeof text, "%s", rk.err2str(code));
-            }
+            int code = error_text(self->rk, m, text, sizeof text, &fatal);
             PyObject *ev = Py_BuildValue("(iLNi)", code, (long long)m->offset,
                                          PyUnicode_DecodeUTF8(text, strlen(text), "replace"),
                                          fatal);
@@ -424,18 +345,7 @@ static PyObject *Reader_assign(Reader *self, PyObject *args) {
 
 static void close_client(Reader *self) {
     drop_pending(self);
-    if (self->queue) {
-        rk.queue_destroy(self->queue);
-        self->queue = NULL;
-    }
-    if (self->rk) {
-        rd_kafka_t *r = self->rk;
-        self->rk = NULL;
-        Py_BEGIN_ALLOW_THREADS
-        rk.consumer_close(r);
-        rk.destroy(r);
-        Py_END_ALLOW_THREADS
-    }
+    close_consumer(&self->rk, &self->queue);
 }
 
 static PyObject *Reader_close(Reader *self, PyObject *unused) {
@@ -500,17 +410,8 @@ static PyTypeObject ReaderType = {
     .tp_getset = Reader_getset,
 };
 
-static PyMethodDef module_methods[] = {
-    {"load", load, METH_O, "load(path): use the librdkafka at path"},
-    {"take_logs", take_logs, METH_NOARGS, "librdkafka's log lines since the last call"},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "lagless.spark.connector._rangeread",
-    "Read a Kafka partition's records into Arrow buffers (see native_fetch.py).", -1,
-    module_methods, NULL, NULL, NULL, NULL,
-};
+RK_MODULE("lagless.spark.connector._rangeread",
+          "Read a Kafka partition's records into Arrow buffers (see native_fetch.py).");
 
 PyMODINIT_FUNC PyInit__rangeread(void) {
     if (PyType_Ready(&ReaderType) < 0) return NULL;

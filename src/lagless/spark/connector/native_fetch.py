@@ -25,7 +25,7 @@ import pyarrow as pa
 from confluent_kafka import OFFSET_BEGINNING
 
 from lagless.errors import ClusterError, ConfigError, RecordCoordinates, RecordError
-from lagless.kafka.native import conf_pairs, forward_logs, load
+from lagless.kafka.native import conf_pairs, forward_logs, loaded
 from lagless.kafka.offsets import PartitionRange
 from lagless.spark.connector.fetch import (
     CONSUME_BATCH,
@@ -53,12 +53,7 @@ def switch(environ: Mapping[str, str] | None = None) -> bool:
 @cache
 def module() -> tuple[Any, str | None]:
     """The loaded C module, or None and why not."""
-    try:
-        from lagless.spark.connector import _rangeread  # type: ignore[attr-defined]
-    except ImportError as exc:
-        return None, f"the C reader is not built ({exc})"
-    why = load(_rangeread)
-    return (None, why) if why is not None else (_rangeread, None)
+    return loaded("lagless.spark.connector._rangeread", "the C reader")
 
 
 def _var(parts: tuple[bytes | None, bytes, bytes, int], n: int, dtype: pa.DataType) -> pa.Array:
