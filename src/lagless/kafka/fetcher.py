@@ -27,7 +27,8 @@ How the two stay one consumer:
   member's.
 
 It is used where the C module is built, every client option is a plain value (a callback such
-as ``oauth_cb`` only confluent-kafka can pass on) and ``LAGLESS_NATIVE_FETCH`` is not 0;
+as ``oauth_cb`` only confluent-kafka can pass on), ``enable.auto.commit`` is off (the member
+fetches nothing, so its own commits would carry nothing) and ``LAGLESS_NATIVE_FETCH`` is not 0;
 otherwise :func:`open_split` returns None and says why once per process. Each broker then sees
 two connections from this consumer, and the member's own statistics show no fetching.
 """
