@@ -28,9 +28,10 @@ pytestmark = [pytest.mark.integration]
 
 
 @pytest.fixture(autouse=True)
-def _built() -> None:
+def _built(monkeypatch: pytest.MonkeyPatch) -> None:
     if fetcher.module()[0] is None:
         pytest.skip(f"the C fetcher cannot run here: {fetcher.module()[1]}")
+    monkeypatch.setenv(fetcher.SWITCH, "1")  # opt-in
 
 
 def group_conf(cluster: Cluster) -> dict[str, Any]:
@@ -265,15 +266,21 @@ def test_a_consume_inside_a_consume_is_refused(
     assert [m.offset() for m in got] == list(range(1, 1 + len(got))) and len(got) > 100
 
 
-def test_the_engine_fetches_with_it(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_engine_fetches_with_it_only_when_asked(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = EngineConfig.build(topics=("t",), group="g", on_failure="stop")
     split = engine_consumer(config.consumer_conf(cluster.conf))
     split.close()
     assert isinstance(split, SplitConsumer)
-    monkeypatch.setenv(fetcher.SWITCH, "0")
-    plain = engine_consumer(config.consumer_conf(cluster.conf))
-    plain.close()
-    assert isinstance(plain, Consumer)
+    for off in ("0", None):  # None: unset, the default
+        if off is None:
+            monkeypatch.delenv(fetcher.SWITCH)
+        else:
+            monkeypatch.setenv(fetcher.SWITCH, off)
+        plain = engine_consumer(config.consumer_conf(cluster.conf))
+        plain.close()
+        assert isinstance(plain, Consumer)
 
 
 def test_a_fallback_says_why_once(
@@ -281,8 +288,8 @@ def test_a_fallback_says_why_once(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="lagless.kafka.fetcher")
     monkeypatch.setenv(fetcher.SWITCH, "0")
-    assert open_split(group_conf(cluster)) is None
-    monkeypatch.delenv(fetcher.SWITCH)
+    assert open_split(group_conf(cluster)) is None  # not asked for: nothing said
+    monkeypatch.setenv(fetcher.SWITCH, "1")
     with_callback = {**group_conf(cluster), "oauth_cb": lambda config: ("token", 0.0)}
     for _ in range(2):
         assert open_split(with_callback) is None
