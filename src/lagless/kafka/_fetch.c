@@ -28,10 +28,14 @@ static PyObject *KafkaError;     /* confluent_kafka.KafkaError */
 static PyObject *KafkaException; /* confluent_kafka.KafkaException */
 
 
-/* Raise confluent_kafka.KafkaException(KafkaError(code, reason[, fatal])): NULL. */
-static PyObject *raise_kafka(int code, const char *reason, int fatal) {
-    PyObject *err = PyObject_CallFunction(KafkaError, "isO", code, reason,
-                                          fatal ? Py_True : Py_False);
+/* confluent_kafka.KafkaError(code, reason, fatal) */
+static PyObject *kafka_error(int code, const char *reason, int fatal) {
+    return PyObject_CallFunction(KafkaError, "isO", code, reason, fatal ? Py_True : Py_False);
+}
+
+/* Raise confluent_kafka.KafkaException(KafkaError(code, reason)): NULL. */
+static PyObject *raise_kafka(int code, const char *reason) {
+    PyObject *err = kafka_error(code, reason, 0);
     if (err) {
         PyErr_SetObject(KafkaException, err);
         Py_DECREF(err);
@@ -46,7 +50,7 @@ typedef struct {
     PyObject *value;   /* bytes, or NULL for a null value (or an error event) */
     PyObject *data;    /* bytes: the key, then the headers' bytes; NULL for an error event */
     PyObject *error;   /* KafkaError, or NULL */
-    PyObject *headers; /* list of (str, bytes | None) librdkafka's API parsed, or NULL */
+    PyObject *headers; /* (name as bytes, bytes | None) pairs librdkafka's API parsed, or NULL */
     int64_t offset, timestamp;
     int32_t partition;
     Py_ssize_t key_len, headers_len; /* key_len -1: a null key */
@@ -224,8 +228,9 @@ typedef struct {
     PyObject *last_topic;
 } Fetcher;
 
-/* -1 (an error set) if the fetcher is closed, or (busy) a consume runs (in another thread, or
- * thread (the GIL released): librdkafka's calls are thread-safe, this module's batch is not. */
+/* -1 (an error set) if the fetcher is closed, or (busy) a consume is running (in another
+ * thread while it released the GIL, or the one a finalizer it set off runs in): librdkafka's
+ * calls are thread-safe, this module's batch is not. */
 static int unusable_if(Fetcher *self, int busy) {
     const char *why = !self->rk             ? "the fetcher is closed"
                       : busy && self->busy ? "the fetcher is in use (a consume is running)"
@@ -284,7 +289,7 @@ static rd_kafka_topic_partition_list_t *to_list(PyObject *items, int with_offset
 /* 0, or -1 with KafkaException raised for a librdkafka error object (destroyed) */
 static int check_error(rd_kafka_error_t *error) {
     if (!error) return 0;
-    raise_kafka(rk.error_code(error), rk.error_string(error), 0);
+    raise_kafka(rk.error_code(error), rk.error_string(error));
     rk.error_destroy(error);
     return -1;
 }
@@ -317,7 +322,7 @@ static PyObject *Fetcher_unassign_all(Fetcher *self, PyObject *unused) {
     Py_BEGIN_ALLOW_THREADS
     err = rk.assign(self->rk, NULL);
     Py_END_ALLOW_THREADS
-    if (err) return raise_kafka(err, rk.err2str(err), 0);
+    if (err) return raise_kafka(err, rk.err2str(err));
     Py_RETURN_NONE;
 }
 
@@ -329,7 +334,7 @@ static PyObject *flow(Fetcher *self, PyObject *items, int pause) {
     if (!list) return NULL;
     int err = pause ? rk.pause_partitions(self->rk, list) : rk.resume_partitions(self->rk, list);
     rk.list_destroy(list);
-    if (err) return raise_kafka(err, rk.err2str(err), 0);
+    if (err) return raise_kafka(err, rk.err2str(err));
     Py_RETURN_NONE;
 }
 
@@ -350,7 +355,7 @@ static PyObject *Fetcher_position(Fetcher *self, PyObject *items) {
         else PyList_SET_ITEM(out, i, offset);
     }
     rk.list_destroy(list);
-    if (err) return raise_kafka(err, rk.err2str(err), 0);
+    if (err) return raise_kafka(err, rk.err2str(err));
     return out;
 }
 
@@ -362,7 +367,7 @@ static PyObject *Fetcher_watermarks(Fetcher *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "si", &topic, &partition)) return NULL;
     if (unusable(self)) return NULL;
     int err = rk.get_watermark_offsets(self->rk, topic, partition, &low, &high);
-    if (err) return raise_kafka(err, rk.err2str(err), 0);
+    if (err) return raise_kafka(err, rk.err2str(err));
     return Py_BuildValue("(LL)", (long long)low, (long long)high);
 }
 
@@ -382,7 +387,7 @@ static PyObject *error_of(Fetcher *self, const rd_kafka_message_t *m) {
     int fatal;
     char text[512];
     int code = error_text(self->rk, m, text, sizeof text, &fatal);
-    return PyObject_CallFunction(KafkaError, "isO", code, text, fatal ? Py_True : Py_False);
+    return kafka_error(code, text, fatal);
 }
 
 /* The headers librdkafka's API parses (where they cannot be read in place): a list of
@@ -417,14 +422,14 @@ static PyObject *message_of(Fetcher *self, rd_kafka_message_t *m) {
     msg->topic = topic_of(self, m);
     if (!msg->topic) goto fail;
     msg->timestamp = rk.message_timestamp(m, &msg->tstype);
+    /* (an error event's value is its text, as confluent-kafka's) */
+    if (m->payload &&
+        !(msg->value = PyBytes_FromStringAndSize((const char *)m->payload, (Py_ssize_t)m->len)))
+        goto fail;
     if (m->err) {
         msg->tstype = 0;
         msg->timestamp = -1;
         if (!(msg->error = error_of(self, m))) goto fail;
-        /* an event's value is its text, as confluent-kafka's */
-        if (m->payload &&
-            !(msg->value = PyBytes_FromStringAndSize((const char *)m->payload, (Py_ssize_t)m->len)))
-            goto fail;
         return (PyObject *)msg;
     }
     Headers h = {0};
@@ -438,9 +443,6 @@ static PyObject *message_of(Fetcher *self, rd_kafka_message_t *m) {
         if (PyList_GET_SIZE(parsed) == 0) Py_DECREF(parsed);
         else msg->headers = parsed;
     }
-    if (m->payload &&
-        !(msg->value = PyBytes_FromStringAndSize((const char *)m->payload, (Py_ssize_t)m->len)))
-        goto fail;
     Py_ssize_t klen = m->key ? (Py_ssize_t)m->key_len : -1;
     msg->data = PyBytes_FromStringAndSize(NULL, width(klen) + msg->headers_len);
     if (!msg->data) goto fail;

@@ -49,18 +49,10 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from confluent_kafka import (
-    OFFSET_BEGINNING,
-    OFFSET_END,
-    OFFSET_INVALID,
-    Consumer,
-    KafkaException,
-    Message,
-    TopicPartition,
-)
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from lagless.kafka.clients import make_consumer
-from lagless.kafka.native import conf_pairs, forward_logs, loaded
+from lagless.kafka.native import conf_pairs, forward_logs, loaded, say_fallback
 from lagless.switches import switched_on
 
 log = logging.getLogger(__name__)
@@ -82,14 +74,6 @@ MEMBERSHIP = frozenset(
 )
 # callbacks the member serves (on the poll thread, from consume)
 MEMBER_CALLBACKS = frozenset({"on_commit", "stats_cb", "logger", "error_cb", "throttle_cb"})
-
-# librdkafka's logical offsets: a start of their own, not "the committed one"
-LOGICAL = frozenset({OFFSET_BEGINNING, OFFSET_END})
-RESETS = {
-    **dict.fromkeys(("earliest", "smallest", "beginning"), OFFSET_BEGINNING),
-    **dict.fromkeys(("latest", "largest", "end"), OFFSET_END),
-}
-COMMITTED_TIMEOUT_S = 10.0
 
 SERVE_BATCH = 100  # the member's events taken per consume (it fetches nothing: paused)
 # the longest a consume waits on the fetcher before serving the member again: how late a
@@ -118,9 +102,6 @@ def fetcher_conf(conf: Mapping[str, Any]) -> list[tuple[str, str]] | str:
     return conf_pairs({**kept, "enable.auto.commit": False})
 
 
-_said: set[str] = set()
-
-
 def _on(value: object) -> bool:
     """A boolean client option's value (librdkafka takes true/false as text too)."""
     return str(value).strip().lower() not in ("false", "0")
@@ -144,9 +125,7 @@ def open_split(conf: Mapping[str, Any]) -> SplitConsumer | None:
     if not isinstance(pairs, str) and _on(conf.get("enable.auto.commit", True)):
         pairs = "enable.auto.commit is on (the member, which fetches nothing, would commit nothing)"
     if isinstance(pairs, str):
-        if pairs not in _said:
-            _said.add(pairs)
-            log.warning("fetching with confluent-kafka's consumer (slower): %s", pairs)
+        say_fallback(log, "fetching with confluent-kafka's consumer", pairs)
         return None
     member = make_consumer(conf)  # first: it validates every option
     try:
@@ -156,16 +135,7 @@ def open_split(conf: Mapping[str, Any]) -> SplitConsumer | None:
         raise KafkaException(str(exc)) from None
     finally:
         forward_logs(mod)
-    reset = RESETS.get(str(conf.get("auto.offset.reset", "latest")).lower())
-    return SplitConsumer(member, fetcher, mod, eager(conf), reset)
-
-
-def _start(committed: int, reset: int | None) -> int:
-    """A fetch start: the committed offset, else the reset's logical offset (None: unknown,
-    the fetcher asks itself)."""
-    if committed >= 0:
-        return committed
-    return reset if reset is not None else OFFSET_INVALID
+    return SplitConsumer(member, fetcher, mod, eager(conf))
 
 
 def _pairs(partitions: list[TopicPartition]) -> list[tuple[str, int]]:
@@ -180,11 +150,8 @@ class SplitConsumer:
     """confluent-kafka's ``Consumer`` calls, served by a group member and a fetcher (see the
     module's text)."""
 
-    def __init__(
-        self, member: Consumer, fetcher: Any, mod: Any, eager: bool, reset: int | None = None
-    ) -> None:
+    def __init__(self, member: Consumer, fetcher: Any, mod: Any, eager: bool) -> None:
         self.member = member
-        self._reset = reset  # the logical offset of auto.offset.reset (None: error, unknown)
         self._fetcher = fetcher
         self._mod = mod
         self._eager = eager
@@ -245,35 +212,15 @@ class SplitConsumer:
         if partitions:
             self.member.pause(partitions)
         self._fetcher.unassign_all()
-        self._fetcher.assign(self._starts(partitions))
+        self._fetcher.assign(_triples(partitions))
         self._assigned = True
 
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
         self.member.incremental_assign(partitions)
         if partitions:
             self.member.pause(partitions)
-        self._fetcher.assign(self._starts(partitions))
+        self._fetcher.assign(_triples(partitions))
         self._assigned = True
-
-    def _starts(self, partitions: list[TopicPartition]) -> list[tuple[str, int, int]]:
-        """Where the fetcher starts each partition: the offset given, else the group's
-        committed one as the member reads it (it knows the group's coordinator; the fetcher
-        asking on its own was measured up to a second slower after a rebalance), else where
-        ``auto.offset.reset`` says; the fetcher asks itself if the member cannot answer."""
-        starts = _triples(partitions)
-        unknown = [tp for tp in partitions if tp.offset < 0 and tp.offset not in LOGICAL]
-        if not unknown:
-            return starts
-        try:
-            read = self.member.committed(unknown, timeout=COMMITTED_TIMEOUT_S)
-        except KafkaException as exc:
-            log.debug("committed offsets for the fetcher: %s (it reads them itself)", exc)
-            return starts
-        found = {(tp.topic, tp.partition): tp.offset for tp in read if tp.error is None}
-        return [
-            (topic, partition, _start(found.get((topic, partition), offset), self._reset))
-            for topic, partition, offset in starts
-        ]
 
     def unassign(self) -> None:
         self._fetcher.unassign_all()

@@ -26,6 +26,17 @@ _LEVELS = {
 }
 
 
+_said: set[tuple[str, str]] = set()
+
+
+def say_fallback(logger: logging.Logger, fallback: str, why: str) -> None:
+    """Log once per process (per logger and reason) that a C path is not used: ``fallback``
+    says what is done instead."""
+    if (logger.name, why) not in _said:
+        _said.add((logger.name, why))
+        logger.warning("%s (slower): %s", fallback, why)
+
+
 def librdkafka_path() -> str | None:
     """The librdkafka confluent-kafka loaded (so every client shares one library)."""
     import confluent_kafka  # noqa: F401  (loads librdkafka)

@@ -1,5 +1,5 @@
-"""The engine's Kafka consumer: where it can be, one whose records librdkafka's C API fetches
-with one small object a record (:mod:`lagless.kafka.fetcher`), else confluent-kafka's."""
+"""The engine's Kafka consumer: confluent-kafka's, or with ``LAGLESS_NATIVE_FETCH=1`` one whose
+records librdkafka's C API fetches with one small object a record (:mod:`lagless.kafka.fetcher`)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from lagless.kafka.fetcher import open_split
 
 def engine_consumer(conf: Mapping[str, Any]) -> Consumer:
     """A consumer on ``conf`` (the engine's options already in): a
-    :class:`~lagless.kafka.fetcher.SplitConsumer` where its fetcher can be used (else it says
-    why, once), so the poll loop is not paced by a Python object per record's every field."""
+    :class:`~lagless.kafka.fetcher.SplitConsumer` where one is asked for and its fetcher can be
+    used (else it says why, once), else confluent-kafka's."""
     split = open_split(conf)
     if split is not None:
         return cast("Consumer", split)  # it answers every Consumer call the engine makes

@@ -25,7 +25,7 @@ import pyarrow as pa
 from confluent_kafka import OFFSET_BEGINNING
 
 from lagless.errors import ClusterError, ConfigError, RecordCoordinates, RecordError
-from lagless.kafka.native import conf_pairs, forward_logs, loaded
+from lagless.kafka.native import conf_pairs, forward_logs, loaded, say_fallback
 from lagless.kafka.offsets import PartitionRange
 from lagless.spark.connector.fetch import (
     CONSUME_BATCH,
@@ -110,9 +110,6 @@ def take_batch(reader: Any, schema: pa.Schema, topic: str, partition: int) -> pa
     return pa.RecordBatch.from_arrays(columns, schema=s)
 
 
-_said: set[str] = set()
-
-
 def say_if_unavailable() -> None:
     """Log once per process why Spark tasks here would read through confluent-kafka (for a
     local master, whose tasks run this installation)."""
@@ -122,9 +119,7 @@ def say_if_unavailable() -> None:
 
 
 def _say(why: str) -> None:
-    if why not in _said:
-        _said.add(why)
-        log.warning("reading Kafka with confluent-kafka's Python API (slower): %s", why)
+    say_fallback(log, "reading Kafka with confluent-kafka's Python API", why)
 
 
 def open_reader(conf: Mapping[str, Any], rng: PartitionRange, headers: bool) -> Any | None:
