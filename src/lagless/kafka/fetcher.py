@@ -34,9 +34,9 @@ asked for). Each broker then sees two connections from this consumer, and the me
 statistics show no fetching.
 
 Why it is not the default: in the rebalance lab on librdkafka's mock cluster, partitions handed
-over reached their first record 0.4-1.0 s after assignment (0.05-0.12 s with one consumer),
-classic cooperative rebalances took 60-92 s instead of 45 s, and one run re-processed 3,486
-records where one consumer re-processed none. Until that is understood it is opt-in.
+over in a rebalance reach their first record later than with one consumer, classic cooperative
+rebalances last longer, and records can be re-run where one consumer re-runs none. Until that
+is understood it is opt-in.
 """
 
 from __future__ import annotations
