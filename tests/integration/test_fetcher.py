@@ -18,9 +18,10 @@ from lagless.engine import EngineConfig
 from lagless.engine.intake.client import engine_consumer
 from lagless.engine.record import Record
 from lagless.kafka import fetcher
+from lagless.kafka.compat import create_topic
 from lagless.kafka.fetcher import SplitConsumer, open_split
 from lagless.kafka.records import HeaderNameError
-from tests.conftest import Cluster, wait_for
+from tests.conftest import Cluster, unique, wait_for
 from tests.integration.spark_helpers import BIG, produce_edge_records
 from tests.integration.spark_helpers.raw_produce import produce_raw_headers
 
@@ -302,3 +303,32 @@ def test_a_fallback_says_why_once(
         "fetching with confluent-kafka's consumer (slower): enable.auto.commit is on (the "
         "member, which fetches nothing, would commit nothing)",
     ]
+
+
+def test_a_newly_assigned_topic_is_fetched_at_once(mock_bootstrap: str) -> None:
+    """The split consumer tells its fetcher of a topic before assigning it one of its
+    partitions: fetched at once, not from librdkafka's next topic scan (up to a second later,
+    which lengthened every first handover to a fresh instance). On the mock cluster: Tansu
+    holds each fetch up to fetch.wait.max.ms, which hides the scan."""
+    conf = {"bootstrap.servers": mock_bootstrap}
+    topics = [unique("known") for _ in range(5)]
+    producer = Producer({**conf, "linger.ms": 0})
+    for topic in topics:
+        create_topic(conf, topic, 1)
+        producer.produce(topic, value=b"v", partition=0)
+    assert producer.flush(30) == 0
+    split = open_split({**conf, "group.id": unique("g"), "enable.auto.commit": False,
+                        "fetch.wait.max.ms": 50})  # fmt: skip
+    assert split is not None
+    waited: list[float] = []
+    try:
+        time.sleep(1.2)  # the fetcher's start-up metadata is long done
+        for topic in topics:
+            started = time.monotonic()
+            split.incremental_assign([TopicPartition(topic, 0, 0)])
+            got: list[Any] = []
+            collect(split, got, 1, f"the first record of {topic}")
+            waited.append(time.monotonic() - started)
+    finally:
+        split.close()
+    assert sorted(waited)[2] < 0.4, waited  # (scan-paced: 0-1 s, uniformly, after the first)

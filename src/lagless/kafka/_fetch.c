@@ -223,6 +223,8 @@ typedef struct {
     int busy;
     rd_kafka_message_t **batch;
     size_t batch_max;
+    rd_kafka_topic_t **topics; /* handles of the topics know() was told of, held till close */
+    size_t n_topics;
     /* the topic name of the last rkt seen (a poll's messages are of one or few topics) */
     const void *last_rkt;
     PyObject *last_topic;
@@ -324,6 +326,30 @@ static PyObject *Fetcher_unassign_all(Fetcher *self, PyObject *unused) {
     Py_END_ALLOW_THREADS
     if (err) return raise_kafka(err, rk.err2str(err));
     Py_RETURN_NONE;
+}
+
+/* know(topic): hold a handle on topic for the fetcher's life. A new handle sets off a metadata
+ * request for the topic (librdkafka's leader query), answered while nothing waits. A consumer
+ * that is only assigned partitions otherwise learns of a topic when it is first assigned one of
+ * them, and then waits for librdkafka's next topic scan (up to a second) before it fetches. */
+static PyObject *Fetcher_know(Fetcher *self, PyObject *arg) {
+    const char *topic = PyUnicode_AsUTF8(arg);
+    if (!topic || unusable(self)) return NULL;
+    rd_kafka_topic_t **held = realloc(self->topics, (self->n_topics + 1) * sizeof *held);
+    if (!held) return PyErr_NoMemory();
+    self->topics = held;
+    rd_kafka_topic_t *rkt = rk.topic_new(self->rk, topic, NULL);
+    if (!rkt) return raise_kafka(-1, "cannot make a topic handle");
+    held[self->n_topics++] = rkt;
+    Py_RETURN_NONE;
+}
+
+/* The handles know() holds go before the client does. */
+static void forget_topics(Fetcher *self) {
+    for (size_t i = 0; i < self->n_topics; i++) rk.topic_destroy(self->topics[i]);
+    free(self->topics);
+    self->topics = NULL;
+    self->n_topics = 0;
 }
 
 /* pause or resume: an error of the call raises; a partition not assigned is passed over (as
@@ -502,11 +528,13 @@ static PyObject *Fetcher_close(Fetcher *self, PyObject *unused) {
         PyErr_SetString(PyExc_RuntimeError, "the fetcher is in use (a consume is running)");
         return NULL;
     }
+    forget_topics(self);
     close_consumer(&self->rk, &self->queue);
     Py_RETURN_NONE;
 }
 
 static void Fetcher_dealloc(Fetcher *self) {
+    forget_topics(self);
     close_consumer(&self->rk, &self->queue);
     free(self->batch);
     Py_XDECREF(self->last_topic);
@@ -518,6 +546,7 @@ static PyMethodDef Fetcher_methods[] = {
     {"assign", (PyCFunction)Fetcher_assign, METH_O, "assign([(topic, partition, offset)])"},
     {"unassign", (PyCFunction)Fetcher_unassign, METH_O, "unassign([(topic, partition)])"},
     {"unassign_all", (PyCFunction)Fetcher_unassign_all, METH_NOARGS, "unassign everything"},
+    {"know", (PyCFunction)Fetcher_know, METH_O, "know(topic): learn of a topic now"},
     {"pause", (PyCFunction)Fetcher_pause, METH_O, "pause([(topic, partition)])"},
     {"resume", (PyCFunction)Fetcher_resume, METH_O, "resume([(topic, partition)])"},
     {"position", (PyCFunction)Fetcher_position, METH_O, "position([(topic, partition)])"},

@@ -86,6 +86,8 @@ static struct {
     int (*position)(rd_kafka_t *, rd_kafka_topic_partition_list_t *);
     int (*get_watermark_offsets)(rd_kafka_t *, const char *, int32_t, int64_t *, int64_t *);
     const char *(*topic_name)(const rd_kafka_topic_t *);
+    rd_kafka_topic_t *(*topic_new)(rd_kafka_t *, const char *, void *);
+    void (*topic_destroy)(rd_kafka_topic_t *);
 } rk;
 
 static int rk_loaded = 0;

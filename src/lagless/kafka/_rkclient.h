@@ -63,6 +63,8 @@ static PyObject *load(PyObject *mod, PyObject *arg) {
     LOOKUP(position, "rd_kafka_position");
     LOOKUP(get_watermark_offsets, "rd_kafka_get_watermark_offsets");
     LOOKUP(topic_name, "rd_kafka_topic_name");
+    LOOKUP(topic_new, "rd_kafka_topic_new");
+    LOOKUP(topic_destroy, "rd_kafka_topic_destroy");
     raw_headers_known = raw_headers_layout(rk.version());
     rk_loaded = 1;
     Py_RETURN_NONE;

@@ -45,7 +45,7 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import Any
 
@@ -158,6 +158,7 @@ class SplitConsumer:
         self._assigned = False  # the running rebalance callback assigned or unassigned
         self._rebalanced = False  # a rebalance callback ran in this consume
         self._held: deque[Any] = deque()  # fetched beyond what a consume asked for
+        self._known: set[str] = set()  # topics the fetcher was told of (Fetcher.know)
 
     # -- the group ---------------------------------------------------------------------
 
@@ -194,6 +195,7 @@ class SplitConsumer:
 
             return run
 
+        self._learn(t for t in topics if not t.startswith("^"))
         self.member.subscribe(
             topics,
             on_assign=assigned,
@@ -201,13 +203,35 @@ class SplitConsumer:
             on_lost=released(on_lost if on_lost is not None else on_revoke),
         )
 
+    def _learn(self, topics: Iterable[str]) -> None:
+        """Tell the fetcher of ``topics`` it does not know yet: it asks for their metadata at
+        once, without waiting, so that it fetches a partition as soon as it is assigned (it
+        would otherwise find the topic at librdkafka's next topic scan, up to a second later;
+        the member, which subscribed, knows it already)."""
+        for topic in topics:
+            if topic not in self._known:
+                self._known.add(topic)
+                self._fetcher.know(topic)
+
     def _release(self, partitions: list[TopicPartition]) -> None:
+        """Stop fetching ``partitions`` (every partition, for an eager member) and drop their
+        records kept from an earlier consume."""
         if self._eager:
             self._fetcher.unassign_all()
-        elif partitions:
-            self._fetcher.unassign(_pairs(partitions))
+            gone = None
+        else:
+            if partitions:
+                self._fetcher.unassign(_pairs(partitions))
+            gone = set(_pairs(partitions))
+        if self._held:
+            self._held = deque(
+                m for m in self._held
+                if m.error() is not None
+                or (gone is not None and (m.topic(), m.partition()) not in gone)
+            )  # fmt: skip
 
     def assign(self, partitions: list[TopicPartition]) -> None:
+        self._learn({tp.topic for tp in partitions})
         self.member.assign(partitions)
         if partitions:
             self.member.pause(partitions)
@@ -216,6 +240,7 @@ class SplitConsumer:
         self._assigned = True
 
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        self._learn({tp.topic for tp in partitions})
         self.member.incremental_assign(partitions)
         if partitions:
             self.member.pause(partitions)
