@@ -14,6 +14,7 @@ from lagless.engine.results.dlq import (
     H_ATTEMPTS,
     H_ERROR,
     H_ERROR_CLASS,
+    H_HEADERS_DROPPED,
     H_OFFSET,
     H_PARTITION,
     H_TIMESTAMP,
@@ -33,6 +34,7 @@ from tests.integration.engine_helpers import (
     produce_records,
     record_id,
 )
+from tests.integration.spark_helpers.raw_produce import produce_raw_headers
 
 pytestmark = pytest.mark.integration
 
@@ -115,3 +117,32 @@ def test_stop_policy_raises_and_commits_below_the_failed_record(
     assert info.value.coordinates.offset == 12
     assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): 12}
     assert {f"j{i}" for i in range(12)} <= set(ledger.ids)
+
+
+def test_a_header_name_not_utf8_is_dead_lettered_without_its_headers(
+    cluster: Cluster, make_topic: Callable[..., str], group: str
+) -> None:
+    """A handler that reads such a record's headers fails with the record's coordinates at
+    every read; its dead letter carries the key and value and says why its headers are not in
+    it, and the records around it run."""
+    topic, dlq = make_topic(partitions=1), make_topic(partitions=1)
+    produce_raw_headers(cluster.bootstrap, topic, [[(b"ok", b"0")], [(b"\xff\xfe", b"x")], []])
+    seen: list[tuple[int, list[tuple[str, bytes | None]]]] = []
+
+    def handle(record: Record) -> None:
+        seen.append((record.offset, list(record.headers)))
+
+    config = engine_config(topic, group, dlq_topic=dlq, retries=1, retry_backoff_s=0.01)
+    summary = run_engine(cluster.conf, config, handle)
+    assert (summary.processed, summary.ok, summary.dlq) == (3, 2, 1)
+    assert sorted(seen) == [(0, [("ok", b"0")]), (2, [])]
+    [letter] = read_all(cluster.conf, dlq)
+    assert letter.value() == b"v"
+    assert header(letter, H_ERROR_CLASS) == b"HeaderNameError"
+    assert header(letter, H_OFFSET) == b"1"
+    assert header(letter, H_HEADERS_DROPPED) == (
+        b"a header name is not UTF-8 (confluent-kafka cannot read its headers): "
+        b"its headers are not copied"
+    )
+    assert [k for k, _ in letter.headers() or [] if not k.startswith("lagless-dlq-")] == []
+    assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): 3}

@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.integration]
 def _built(monkeypatch: pytest.MonkeyPatch) -> None:
     if fetcher.module()[0] is None:
         pytest.skip(f"the C fetcher cannot run here: {fetcher.module()[1]}")
-    monkeypatch.setenv(fetcher.SWITCH, "1")  # opt-in
+    monkeypatch.setenv(fetcher.SWITCH, "1")  # (the default) whatever the environment says
 
 
 def group_conf(cluster: Cluster) -> dict[str, Any]:
@@ -267,21 +267,22 @@ def test_a_consume_inside_a_consume_is_refused(
     assert [m.offset() for m in got] == list(range(1, 1 + len(got))) and len(got) > 100
 
 
-def test_the_engine_fetches_with_it_only_when_asked(
+def test_the_engine_fetches_with_it_unless_switched_off(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = EngineConfig.build(topics=("t",), group="g", on_failure="stop")
-    split = engine_consumer(config.consumer_conf(cluster.conf))
-    split.close()
-    assert isinstance(split, SplitConsumer)
-    for off in ("0", None):  # None: unset, the default
-        if off is None:
+    for on in ("1", None):  # None: unset, the default
+        if on is None:
             monkeypatch.delenv(fetcher.SWITCH)
         else:
-            monkeypatch.setenv(fetcher.SWITCH, off)
-        plain = engine_consumer(config.consumer_conf(cluster.conf))
-        plain.close()
-        assert isinstance(plain, Consumer)
+            monkeypatch.setenv(fetcher.SWITCH, on)
+        split = engine_consumer(config.consumer_conf(cluster.conf))
+        split.close()
+        assert isinstance(split, SplitConsumer)
+    monkeypatch.setenv(fetcher.SWITCH, "0")
+    plain = engine_consumer(config.consumer_conf(cluster.conf))
+    plain.close()
+    assert isinstance(plain, Consumer)
 
 
 def test_a_fallback_says_why_once(

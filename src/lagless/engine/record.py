@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, overload
 from confluent_kafka import Message
 
 from lagless.errors import RecordCoordinates
-from lagless.kafka.records import header_pairs, timestamp_ms
+from lagless.kafka.records import HeaderNameError, header_pairs, timestamp_ms
 
 _new = tuple.__new__
 Header = tuple[str, bytes | None]  # a value None: a null header value
@@ -26,17 +26,23 @@ class LazyHeaders(Sequence[Header]):
     """A record's headers, ``(name, value)`` pairs (a null value as None), read from
     the consumed message on first use. Compares, hashes and pickles as a tuple."""
 
-    __slots__ = ("_msg", "_pairs")
+    __slots__ = ("_msg", "_pairs", "_unreadable")
 
     def __init__(self, msg: Message) -> None:
         self._msg: Message | None = msg
         self._pairs: tuple[Header, ...] = ()
+        self._unreadable: HeaderNameError | None = None
 
     def _read(self) -> tuple[Header, ...]:
         msg = self._msg
         if msg is not None:
-            self._pairs = tuple(header_pairs(msg))
-            self._msg = None
+            self._msg = None  # asked once: after it failed, confluent-kafka's headers() crashes
+            try:
+                self._pairs = tuple(header_pairs(msg))
+            except HeaderNameError as exc:
+                self._unreadable = exc
+        if self._unreadable is not None:  # the same error at every read
+            raise HeaderNameError(self._unreadable.reason, self._unreadable.coordinates)
         return self._pairs
 
     @overload
@@ -64,7 +70,19 @@ class LazyHeaders(Sequence[Header]):
         return repr(self._read())
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (tuple, (self._read(),))
+        try:
+            return (tuple, (self._read(),))
+        except HeaderNameError as exc:  # (to a handler process): raises there as here
+            return (_unreadable, (exc.reason, exc.coordinates))
+
+
+def _unreadable(reason: str, coordinates: RecordCoordinates) -> LazyHeaders:
+    """Headers that raise ``HeaderNameError(reason, coordinates)`` when read."""
+    headers = LazyHeaders.__new__(LazyHeaders)
+    headers._msg = None
+    headers._pairs = ()
+    headers._unreadable = HeaderNameError(reason, coordinates)
+    return headers
 
 
 class Record(NamedTuple):

@@ -15,7 +15,9 @@ How the two stay one consumer:
 - **Assignment.** The member is assigned as the group says and at once paused, so it never
   fetches; the fetcher is assigned the same partitions at the offsets given (where none is
   given, the group's committed offset, else ``auto.offset.reset``, as the member would: the
-  fetcher has the same ``group.id``). Revoked or lost partitions leave the fetcher first, so
+  fetcher has the same ``group.id``). The fetcher is told of each topic before it is assigned
+  one of its partitions (at subscribe, or at the first assignment of a topic a pattern
+  matched), so it fetches at once. Revoked or lost partitions leave the fetcher first, so
   nothing fetched for them is returned after the callback. A rebalance callback that does not
   assign is completed as confluent-kafka completes it.
 - **Polling.** :meth:`consume` serves the member's callbacks (rebalance, commit results,
@@ -26,17 +28,12 @@ How the two stay one consumer:
   fetcher's (it is the one fetching); queried watermarks, commits and committed offsets the
   member's.
 
-It is used with ``LAGLESS_NATIVE_FETCH=1`` (off by default), where the C module is built, every
-client option is a plain value (a callback such as ``oauth_cb`` only confluent-kafka can pass
-on) and ``enable.auto.commit`` is off (the member fetches nothing, so its own commits would carry
-nothing); otherwise :func:`open_split` returns None (saying why once per process, when it was
-asked for). Each broker then sees two connections from this consumer, and the member's own
+It is used unless ``LAGLESS_NATIVE_FETCH=0``, where the C module is built, every client option
+is a plain value (a callback such as ``oauth_cb`` only confluent-kafka can pass on) and
+``enable.auto.commit`` is off (the member fetches nothing, so its own commits would carry
+nothing); otherwise :func:`open_split` returns None (saying why once per process, unless it was
+switched off). Each broker then sees two connections from this consumer, and the member's own
 statistics show no fetching.
-
-Why it is not the default: in the rebalance lab on librdkafka's mock cluster, partitions handed
-over in a rebalance reach their first record later than with one consumer, classic cooperative
-rebalances last longer, and records can be re-run where one consumer re-runs none. Until that
-is understood it is opt-in.
 """
 
 from __future__ import annotations
@@ -84,9 +81,9 @@ Rebalanced = Callable[[Any, list[TopicPartition]], None]
 
 
 def switch(environ: Mapping[str, str] | None = None) -> bool:
-    """``LAGLESS_NATIVE_FETCH``: 1 = fetch with the C fetcher where it can be used; unset or
-    0 = confluent-kafka's consumer alone (the default: see the module's text on rebalances)."""
-    return switched_on(SWITCH, "fetch with the C fetcher where it is built", environ, False)
+    """``LAGLESS_NATIVE_FETCH``: unset or 1 = fetch with the C fetcher where it can be used (the
+    default); 0 = confluent-kafka's consumer alone."""
+    return switched_on(SWITCH, "fetch with the C fetcher where it is built", environ, True)
 
 
 @cache

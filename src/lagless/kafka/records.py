@@ -21,17 +21,28 @@ class HeaderNameError(RecordError):
     """A record whose header names confluent-kafka cannot read (a name that is not UTF-8)."""
 
 
+# What a message whose headers() failed holds in their place (see header_pairs): after such a
+# failure confluent-kafka's Message keeps a list with a NULL name, which crashes the process
+# the next time any code reads it.
+_UNREADABLE: list[tuple[str, str | bytes | None]] = [("lagless: header names not UTF-8", None)]
+
+
 def header_pairs(msg: Message) -> list[tuple[str, bytes | None]]:
     """The record's headers in order, values as bytes (confluent-kafka may hand a dict or
     str values); empty when it has none. HeaderNameError when a header name is not UTF-8
-    (confluent-kafka's ``headers()`` fails on it)."""
+    (confluent-kafka's ``headers()`` fails on it), at every call for that message."""
     try:
         raw = msg.headers()
     except (SystemError, UnicodeDecodeError):
+        replace = getattr(msg, "set_headers", None)  # confluent-kafka's: drop its broken list
+        if replace is not None:
+            replace(_UNREADABLE)
+        raw = _UNREADABLE
+    if raw is _UNREADABLE:
         raise HeaderNameError(
             "a header name is not UTF-8 (confluent-kafka cannot read its headers)",
             coordinates(msg),
-        ) from None
+        )
     if not raw:
         return []
     pairs = raw.items() if isinstance(raw, dict) else raw

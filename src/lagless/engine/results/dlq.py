@@ -1,12 +1,14 @@
 """Dead-letter publishing: a record that failed for good goes to the DLQ topic, with why.
 
 The dead letter keeps the original key, value and headers and adds the ``lagless-dlq-*``
-headers below. A record counts as finished (and may be committed past) only once the broker
-acknowledged its dead letter: the delivery report comes back through the poll loop's
-completion queue as a :class:`DeadLettered`, and so does a dead letter refused before
-sending. The producer is sized for any record the consumer can deliver
-(:func:`dlq_message_max_bytes`); a record that still cannot be dead-lettered stops the run
-with its coordinates, uncommitted.
+headers below. A record whose headers cannot be read (a header name that is not UTF-8, which no
+confluent-kafka client can write either) keeps none of them: ``lagless-dlq-headers-dropped``
+says so, and the original stays at the coordinates the letter names. A record counts as
+finished (and may be committed past) only once the broker acknowledged its dead letter: the
+delivery report comes back through the poll loop's completion queue as a
+:class:`DeadLettered`, and so does a dead letter refused before sending. The producer is sized
+for any record the consumer can deliver (:func:`dlq_message_max_bytes`); a record that still
+cannot be dead-lettered stops the run with its coordinates, uncommitted.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from lagless.engine.record import Record
 from lagless.engine.workers.inbox import Outbox
 from lagless.engine.workers.retry import Outcome
 from lagless.kafka.clients import make_producer
+from lagless.kafka.records import HeaderNameError
 
 H_ERROR_CLASS = "lagless-dlq-error-class"
 H_ERROR = "lagless-dlq-error"
@@ -30,6 +33,7 @@ H_PARTITION = "lagless-dlq-partition"
 H_OFFSET = "lagless-dlq-offset"
 H_TIMESTAMP = "lagless-dlq-timestamp"
 H_STACKTRACE = "lagless-dlq-stacktrace"  # as Kafka Connect's __connect.errors.stacktrace
+H_HEADERS_DROPPED = "lagless-dlq-headers-dropped"  # why the record's own headers are not in it
 
 
 Headers = list[tuple[str, str | bytes | None]]
@@ -62,7 +66,12 @@ def dead_letter_headers(record: Record, outcome: Outcome) -> Headers:
         H_TIMESTAMP: "" if record.timestamp_ms is None else str(record.timestamp_ms),
         H_STACKTRACE: outcome.stacktrace,
     }
-    return [*record.headers, *((k, v.encode()) for k, v in extra.items())]
+    try:
+        own = list(record.headers)
+    except HeaderNameError as exc:
+        own = []
+        extra[H_HEADERS_DROPPED] = f"{exc.reason}: its headers are not copied"
+    return [*own, *((k, v.encode()) for k, v in extra.items())]
 
 
 @dataclass(frozen=True, slots=True)
