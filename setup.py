@@ -4,7 +4,7 @@ and says so where it would have used them:
 
 - the Spark source's range reader (lagless/spark/connector/native_fetch.py): Spark tasks then read
   Kafka through confluent-kafka's Python API;
-- the engine's record fetcher for batch handlers (lagless/kafka/fetcher.py): ``lagless consume``
+- the engine's record fetcher (lagless/kafka/fetcher.py): ``lagless consume``
   then fetches through confluent-kafka's consumer.
 """
 
