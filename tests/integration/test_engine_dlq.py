@@ -22,6 +22,7 @@ from lagless.engine.results.dlq import (
 )
 from lagless.errors import RecordError
 from lagless.ids import ID_HEADER
+from lagless.kafka import fetcher
 from lagless.kafka.admin import committed_offsets
 from lagless.kafka.reader import read_all
 from lagless.kafka.records import header
@@ -119,14 +120,22 @@ def test_stop_policy_raises_and_commits_below_the_failed_record(
     assert {f"j{i}" for i in range(12)} <= set(ledger.ids)
 
 
+@pytest.mark.parametrize("fetch", ["1", "0"])  # the C fetcher's messages, confluent-kafka's
 def test_a_header_name_not_utf8_is_dead_lettered_without_its_headers(
-    cluster: Cluster, make_topic: Callable[..., str], group: str
+    cluster: Cluster,
+    make_topic: Callable[..., str],
+    group: str,
+    monkeypatch: pytest.MonkeyPatch,
+    fetch: str,
 ) -> None:
     """A handler that reads such a record's headers fails with the record's coordinates at
     every read; its dead letter carries the key and value and says why its headers are not in
-    it, and the records around it run."""
+    it, and the records around it run. With confluent-kafka's messages the process used to
+    crash once the call site reading headers was hot (40 records before it warm it up)."""
+    monkeypatch.setenv(fetcher.SWITCH, fetch)
     topic, dlq = make_topic(partitions=1), make_topic(partitions=1)
-    produce_raw_headers(cluster.bootstrap, topic, [[(b"ok", b"0")], [(b"\xff\xfe", b"x")], []])
+    warm = [[(b"ok", b"%d" % i)] for i in range(40)]
+    produce_raw_headers(cluster.bootstrap, topic, [*warm, [(b"\xff\xfe", b"x")], []])
     seen: list[tuple[int, list[tuple[str, bytes | None]]]] = []
 
     def handle(record: Record) -> None:
@@ -134,15 +143,15 @@ def test_a_header_name_not_utf8_is_dead_lettered_without_its_headers(
 
     config = engine_config(topic, group, dlq_topic=dlq, retries=1, retry_backoff_s=0.01)
     summary = run_engine(cluster.conf, config, handle)
-    assert (summary.processed, summary.ok, summary.dlq) == (3, 2, 1)
-    assert sorted(seen) == [(0, [("ok", b"0")]), (2, [])]
+    assert (summary.processed, summary.ok, summary.dlq) == (42, 41, 1)
+    assert sorted(seen) == [*((i, [("ok", b"%d" % i)]) for i in range(40)), (41, [])]
     [letter] = read_all(cluster.conf, dlq)
     assert letter.value() == b"v"
     assert header(letter, H_ERROR_CLASS) == b"HeaderNameError"
-    assert header(letter, H_OFFSET) == b"1"
+    assert header(letter, H_OFFSET) == b"40"
     assert header(letter, H_HEADERS_DROPPED) == (
         b"a header name is not UTF-8 (confluent-kafka cannot read its headers): "
         b"its headers are not copied"
     )
     assert [k for k, _ in letter.headers() or [] if not k.startswith("lagless-dlq-")] == []
-    assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): 3}
+    assert committed_offsets(cluster.conf, group, [topic]) == {(topic, 0): 42}

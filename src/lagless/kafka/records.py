@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Iterator
 
 from confluent_kafka import KafkaError, Message
@@ -21,9 +22,16 @@ class HeaderNameError(RecordError):
     """A record whose header names confluent-kafka cannot read (a name that is not UTF-8)."""
 
 
+# ``Message.headers()`` called from C, where the interpreter always checks a C function's
+# result: on a header name that is not UTF-8 confluent-kafka returns a list holding a NULL name
+# *and* sets an error, which a call site the interpreter has specialised (a hot loop) does not
+# check on release builds of CPython 3.11: the broken list is returned and crashes the process.
+# Through this the error is raised at the message, every time.
+message_headers = operator.methodcaller("headers")
+
 # What a message whose headers() failed holds in their place (see header_pairs): after such a
-# failure confluent-kafka's Message keeps a list with a NULL name, which crashes the process
-# the next time any code reads it.
+# failure confluent-kafka's Message keeps the broken list, which crashes the process the next
+# time any code reads it.
 _UNREADABLE: list[tuple[str, str | bytes | None]] = [("lagless: header names not UTF-8", None)]
 
 
@@ -32,7 +40,7 @@ def header_pairs(msg: Message) -> list[tuple[str, bytes | None]]:
     str values); empty when it has none. HeaderNameError when a header name is not UTF-8
     (confluent-kafka's ``headers()`` fails on it), at every call for that message."""
     try:
-        raw = msg.headers()
+        raw = message_headers(msg)
     except (SystemError, UnicodeDecodeError):
         replace = getattr(msg, "set_headers", None)  # confluent-kafka's: drop its broken list
         if replace is not None:

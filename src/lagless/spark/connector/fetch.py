@@ -28,6 +28,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Messag
 from lagless.errors import ClusterError, ConfigError, RecordCoordinates, RecordError
 from lagless.kafka.clients import make_consumer
 from lagless.kafka.offsets import PartitionRange
+from lagless.kafka.records import message_headers
 from lagless.spark.connector.offsets import DataLossReporter
 
 log = logging.getLogger(__name__)
@@ -144,18 +145,14 @@ NOT_UTF8 = (
 
 def _header_lists(msgs: list[Message], topic: str, partition: int) -> list[Any]:
     """``Message.headers()`` of each message; a RecordError when confluent-kafka cannot decode
-    one's headers. (One call per message: after such a record, ``map`` over the method leaves
-    the interpreter with an exception set.)"""
+    one's headers (called through :data:`lagless.kafka.records.message_headers`, so the error
+    is raised at that message, never left set for a later step)."""
     lists = []
     try:
         for msg in msgs:
-            lists.append(msg.headers())
+            lists.append(message_headers(msg))
     except (SystemError, UnicodeDecodeError):
-        # confluent-kafka may leave the error set for a later step to raise: the record is
-        # this one or one before it in the batch
-        where = RecordCoordinates(topic, partition, _offset(msg))
-        first = _offset(msgs[0])
-        raise RecordError(f"{NOT_UTF8}, at or before this record (from {first})", where) from None
+        raise RecordError(NOT_UTF8, RecordCoordinates(topic, partition, _offset(msg))) from None
     return lists
 
 
