@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,8 @@ from lagless.engine.results.dlq import (
     H_TIMESTAMP,
     H_TOPIC,
 )
+from lagless.engine.results.ledger import Ledger as RecordLedger
+from lagless.engine.results.ledger import read_ledger
 from lagless.errors import RecordError
 from lagless.ids import ID_HEADER
 from lagless.kafka import fetcher
@@ -126,12 +129,14 @@ def test_a_header_name_not_utf8_is_dead_lettered_without_its_headers(
     make_topic: Callable[..., str],
     group: str,
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
     fetch: str,
 ) -> None:
     """A handler that reads such a record's headers fails with the record's coordinates at
     every read; its dead letter carries the key and value and says why its headers are not in
-    it, and the records around it run. With confluent-kafka's messages the process used to
-    crash once the call site reading headers was hot (40 records before it warm it up)."""
+    it, the records around it run, and the record ledger has a line for each (without an id
+    for that one: it used to stop the run). With confluent-kafka's messages the process used
+    to crash once the call site reading headers was hot (40 records before it warm it up)."""
     monkeypatch.setenv(fetcher.SWITCH, fetch)
     topic, dlq = make_topic(partitions=1), make_topic(partitions=1)
     warm = [[(b"ok", b"%d" % i)] for i in range(40)]
@@ -142,8 +147,16 @@ def test_a_header_name_not_utf8_is_dead_lettered_without_its_headers(
         seen.append((record.offset, list(record.headers)))
 
     config = engine_config(topic, group, dlq_topic=dlq, retries=1, retry_backoff_s=0.01)
-    summary = run_engine(cluster.conf, config, handle)
+    records = RecordLedger(tmp_path / "ledger.tsv")
+    summary = run_engine(cluster.conf, config, handle, ledger=records)
+    records.close()
     assert (summary.processed, summary.ok, summary.dlq) == (42, 41, 1)
+    lines = read_ledger(tmp_path / "ledger.tsv")
+    assert sorted((line.offset, line.outcome) for line in lines) == [
+        *((i, "ok") for i in range(40)),
+        (40, "dlq"),
+        (41, "ok"),
+    ]
     assert sorted(seen) == [*((i, [("ok", b"%d" % i)]) for i in range(40)), (41, [])]
     [letter] = read_all(cluster.conf, dlq)
     assert letter.value() == b"v"

@@ -6,7 +6,8 @@ still be re-run after a crash — at-least-once)::
 
     topic  partition  offset  id  ts_ms  done_ms  outcome
 
-``id`` is the record's ``lagless-id`` header (empty when absent), ``ts_ms`` its timestamp
+``id`` is the record's ``lagless-id`` header (empty when absent, or when its headers cannot be
+read: a header name that is not UTF-8), ``ts_ms`` its timestamp
 (producer create time), ``done_ms`` when its handler finished (wall clock, ms), ``outcome`` one
 of ``ok``, ``dlq``, ``skipped`` (failed every attempt, skipped by ``--on-failure skip``).
 Records skipped because an earlier run had completed them are not written: they did not run.
@@ -21,6 +22,7 @@ from typing import IO
 from lagless.engine.record import Record
 from lagless.errors import LaglessError
 from lagless.ids import ID_HEADER
+from lagless.kafka.records import HeaderNameError
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +45,10 @@ class Ledger:
         self._fh: IO[str] = path.open("w", encoding="utf-8", buffering=1 << 16)
 
     def write(self, record: Record, outcome: str, done_s: float) -> None:
-        raw = record.header(ID_HEADER)
+        try:
+            raw = record.header(ID_HEADER)
+        except HeaderNameError:  # its line is written all the same, without an id
+            raw = None
         rid = raw.decode("utf-8", "replace") if raw else ""
         ts = record.timestamp_ms if record.timestamp_ms is not None else -1
         self._fh.write(
