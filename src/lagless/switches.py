@@ -9,13 +9,10 @@ from collections.abc import Mapping
 from lagless.errors import ConfigError
 
 
-def switched_on(
-    name: str, meaning: str, environ: Mapping[str, str] | None = None, default: bool = True
-) -> bool:
-    """Whether ``name`` is on (1) or off (0), ``default`` when unset; ConfigError naming both
-    values and what 1 does (``meaning``) for any other value."""
-    unset = "1" if default else "0"
-    value = (os.environ if environ is None else environ).get(name, unset).strip()
+def switched_on(name: str, meaning: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``name`` is on (unset or 1) or off (0); ConfigError naming both values and what
+    1 does (``meaning``) for any other value."""
+    value = (os.environ if environ is None else environ).get(name, "1").strip()
     if value not in {"0", "1"}:
         raise ConfigError(f"{name}={value!r}: use 1 ({meaning}) or 0")
     return value == "1"

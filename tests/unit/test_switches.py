@@ -1,4 +1,4 @@
-"""An environment switch: 1 on, 0 off, its default when unset, one clear error otherwise."""
+"""An environment switch: 1 on, 0 off, on when unset, one clear error otherwise."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from lagless.errors import ConfigError
 from lagless.switches import switched_on
 
 
-@pytest.mark.parametrize("default", [True, False])
-def test_a_switch_is_its_default_when_unset_and_what_it_says_when_set(default: bool) -> None:
-    assert switched_on("LAGLESS_X", "x", {}, default) is default
-    assert switched_on("LAGLESS_X", "x", {"LAGLESS_X": " 1 "}, default) is True
-    assert switched_on("LAGLESS_X", "x", {"LAGLESS_X": "0"}, default) is False
+def test_a_switch_is_on_when_unset_and_what_it_says_when_set() -> None:
+    assert switched_on("LAGLESS_X", "x", {}) is True
+    assert switched_on("LAGLESS_X", "x", {"LAGLESS_X": " 1 "}) is True
+    assert switched_on("LAGLESS_X", "x", {"LAGLESS_X": "0"}) is False
     with pytest.raises(ConfigError, match=r"LAGLESS_X='yes': use 1 \(x\) or 0"):
-        switched_on("LAGLESS_X", "x", {"LAGLESS_X": "yes"}, default)
+        switched_on("LAGLESS_X", "x", {"LAGLESS_X": "yes"})

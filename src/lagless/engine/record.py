@@ -36,7 +36,7 @@ class LazyHeaders(Sequence[Header]):
     def _read(self) -> tuple[Header, ...]:
         msg = self._msg
         if msg is not None:
-            self._msg = None  # asked once: after it failed, confluent-kafka's headers() crashes
+            self._msg = None  # read once: the pairs, or the error raised again at every read
             try:
                 self._pairs = tuple(header_pairs(msg))
             except HeaderNameError as exc:

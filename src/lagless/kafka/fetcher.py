@@ -83,7 +83,7 @@ Rebalanced = Callable[[Any, list[TopicPartition]], None]
 def switch(environ: Mapping[str, str] | None = None) -> bool:
     """``LAGLESS_NATIVE_FETCH``: unset or 1 = fetch with the C fetcher where it can be used (the
     default); 0 = confluent-kafka's consumer alone."""
-    return switched_on(SWITCH, "fetch with the C fetcher where it is built", environ, True)
+    return switched_on(SWITCH, "fetch with the C fetcher where it is built", environ)
 
 
 @cache
@@ -215,12 +215,10 @@ class SplitConsumer:
         records kept from an earlier consume."""
         if self._eager:
             self._fetcher.unassign_all()
-            gone = None
-        else:
-            if partitions:
-                self._fetcher.unassign(_pairs(partitions))
-            gone = set(_pairs(partitions))
+        elif partitions:
+            self._fetcher.unassign(_pairs(partitions))
         if self._held:
+            gone = None if self._eager else set(_pairs(partitions))  # None: every partition
             self._held = deque(
                 m for m in self._held
                 if m.error() is not None
